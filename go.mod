@@ -1,0 +1,26 @@
+module github.com/stratalog/strata
+
+go 1.26.8
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/edsrzf/mmap-go v1.2.0
+	github.com/go-zookeeper/zk v1.0.4
+	github.com/golang/snappy v1.0.0
+	github.com/klauspost/compress v1.20.4
+	github.com/pierrec/lz4/v4 v4.1.33
+	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	golang.org/x/term v0.44.0 // indirect
+)
