@@ -24,6 +24,14 @@ var (
 	ErrNotV2        = errors.New("record: not a v2 record batch")
 )
 
+// ErrBadOptions is returned by encoders given options or records they cannot
+// encode (not a corruption).
+var ErrBadOptions = errors.New("record: invalid batch options")
+
+// ErrProduce marks a batch that is well formed but breaks a rule Kafka applies
+// only to batches received from producers (ValidateProduce).
+var ErrProduce = errors.New("record: batch not acceptable from a producer")
+
 // CorruptionError carries where a corruption was found.
 type CorruptionError struct {
 	Pos    int64 // byte position of the entry in its file or buffer, -1 if unknown
