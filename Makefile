@@ -1,0 +1,41 @@
+# strata — see README.md. `make test` is what CI runs.
+GO        ?= go
+FUZZTIME  ?= 30s
+BENCHDIR  ?= $(shell mktemp -u /tmp/strata-bench.XXXXXX)
+PKGS       = ./...
+
+.PHONY: build test vet fmt-check unit fuzz fuzz-short bench run deps
+
+build:
+	$(GO) build -o strata .
+
+# run: the main job. Until the broker lands it benchmarks the log in a temp dir.
+run: build
+	./strata bench log --dir $(BENCHDIR) --records 1000000 --record-size 100 --batch-records 1000
+
+deps:
+	@bash scripts/deps.sh
+
+test: deps fmt-check vet unit fuzz-short
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# fuzz-short runs every fuzz target briefly so CI keeps them alive.
+fuzz-short:
+	@bash scripts/fuzz.sh 3s
+
+# fuzz runs every target for FUZZTIME each and prints execs and crashers.
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZTIME)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./index ./record ./segment
+	./strata bench log --dir $(BENCHDIR) --records 1000000 --record-size 100 --batch-records 1000

@@ -1,0 +1,32 @@
+package segment
+
+import (
+	"errors"
+
+	"github.com/stratalog/strata/index"
+	"github.com/stratalog/strata/record"
+)
+
+var (
+	// ErrInvalidConfig is returned by Open for settings out of range.
+	ErrInvalidConfig = errors.New("segment: invalid configuration")
+	// ErrOffsetOutOfRange: a read below the log start offset or above the log end.
+	ErrOffsetOutOfRange = errors.New("segment: offset out of range")
+	// ErrClosed: the log or segment was closed.
+	ErrClosed = errors.New("segment: closed")
+	// ErrSegmentGone: a reader tried to use a segment whose files were already
+	// deleted (it held a snapshot longer than file.delete.delay.ms).
+	ErrSegmentGone = errors.New("segment: segment deleted")
+	// ErrBadAppend: the bytes handed to Append are not well-framed v2 batches.
+	ErrBadAppend = errors.New("segment: invalid append")
+	// ErrOffsetMismatch: an append with assigned offsets does not continue the log.
+	ErrOffsetMismatch = errors.New("segment: appended offsets do not continue the log")
+	// ErrTooLarge: a batch larger than segment.bytes can never be stored.
+	ErrTooLarge = errors.New("segment: batch larger than segment.bytes")
+)
+
+// isCorruption reports whether err comes from bad bytes on disk (log or index)
+// rather than from the I/O system.
+func isCorruption(err error) bool {
+	return record.IsCorruption(err) || errors.Is(err, index.ErrCorruptIndex)
+}

@@ -1,0 +1,157 @@
+package segment
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratalog/strata/internal/vfs"
+)
+
+// Log is one partition directory: an ordered list of segments, the last of which
+// (the active segment) takes appends.
+//
+// Concurrency: appends, rolls, truncation and deletions take the writer lock.
+// Readers never take it: they load the current segment list (an immutable
+// snapshot, replaced copy-on-write by the writer) and reference-count the segment
+// they read, so a deleted segment stays readable for whoever still holds it.
+type Log struct {
+	dir string
+	o   *Options
+	fs  vfs.FS
+
+	mu     sync.Mutex // the writer lock
+	segs   atomic.Pointer[segList]
+	next   atomic.Int64 // log end offset
+	start  atomic.Int64 // log start offset
+	closed atomic.Bool
+
+	flushMu      sync.Mutex   // one fsync at a time (group commit)
+	flushed      atomic.Int64 // everything below is durable: the recovery point
+	lastFlushMs  atomic.Int64
+	stopFlusher  chan struct{}
+	bg           sync.WaitGroup // background flushes and delayed deletions
+	pendingMu    sync.Mutex
+	pendingDel   map[*Segment]*time.Timer
+	notifyMu     sync.Mutex
+	notify       chan struct{}
+	hasWaiters   atomic.Bool
+	appendBuffer []byte // scratch for the append checks (writer only)
+}
+
+// segList is an immutable snapshot of the segments, oldest first.
+type segList struct {
+	segs []*Segment
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Options returns the effective options (defaults filled).
+func (l *Log) Options() Options { return *l.o }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.next.Load() }
+
+// LogStartOffset is the first offset readable.
+func (l *Log) LogStartOffset() int64 { return l.start.Load() }
+
+// FlushedOffset is the recovery point: every offset below it is on stable storage.
+func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
+
+// Segments returns the current segment list, oldest first. The slice is shared
+// and must not be modified.
+func (l *Log) Segments() []*Segment { return l.segs.Load().segs }
+
+// Size is the total bytes of all segment files.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.Segments() {
+		n += s.Size()
+	}
+	return n
+}
+
+// active returns the active segment (writer lock held).
+func (l *Log) active() *Segment {
+	s := l.segs.Load().segs
+	return s[len(s)-1]
+}
+
+// locate returns the index of the segment holding off: the last segment whose
+// base is <= off (0 when off is below every base).
+func locate(segs []*Segment, off int64) int {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > off })
+	if i > 0 {
+		i--
+	}
+	return i
+}
+
+// Changed returns a channel closed by the next append (or truncation or close).
+// It allocates only when someone waits.
+func (l *Log) Changed() <-chan struct{} {
+	l.notifyMu.Lock()
+	defer l.notifyMu.Unlock()
+	if l.notify == nil {
+		l.notify = make(chan struct{})
+		l.hasWaiters.Store(true)
+	}
+	return l.notify
+}
+
+func (l *Log) wake() {
+	if !l.hasWaiters.Load() {
+		return
+	}
+	l.notifyMu.Lock()
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+		l.hasWaiters.Store(false)
+	}
+	l.notifyMu.Unlock()
+}
+
+// Close flushes the log, closes every segment and stops background work. Readers
+// must have released their regions; pending deletions are carried out now.
+func (l *Log) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	if l.stopFlusher != nil {
+		close(l.stopFlusher)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.Flush()
+	l.bg.Wait()
+	l.pendingMu.Lock()
+	for s, t := range l.pendingDel {
+		if t.Stop() {
+			l.finishDelete(s)
+		}
+	}
+	l.pendingMu.Unlock()
+	l.bg.Wait()
+	segs := l.segs.Load().segs
+	if len(segs) > 0 {
+		if e := segs[len(segs)-1].seal(); e != nil && err == nil {
+			err = e
+		}
+	}
+	for _, s := range segs {
+		if s.refs.Add(-1) == 0 {
+			if e := s.closeFiles(); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	l.wake()
+	if err != nil {
+		return fmt.Errorf("segment: close %s: %w", l.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package segment
+
+import (
+	"fmt"
+	"time"
+)
+
+// deleteOldest removes the n oldest segments from the list (never the last one),
+// advances the log start offset to the new first segment, renames their files to
+// .deleted at once and removes them after file.delete.delay.ms. Readers holding
+// them keep reading until they release. Writer lock held.
+func (l *Log) deleteOldest(n int, reason string) (int, error) {
+	segs := l.segs.Load().segs
+	if n > len(segs)-1 {
+		n = len(segs) - 1
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	victims := segs[:n]
+	if b := segs[n].base; b > l.start.Load() {
+		l.start.Store(b)
+	}
+	l.publish(append([]*Segment(nil), segs[n:]...))
+	if l.flushed.Load() < segs[n].base {
+		// Deleted data need not be flushed; the recovery point never lies below
+		// the log start.
+		l.flushed.Store(segs[n].base)
+	}
+	for _, v := range victims {
+		l.o.Logger.Info("deleting segment", "dir", l.dir, "base", v.base, "size", v.Size(), "reason", reason)
+		if err := l.retire(v); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// retire renames a segment's files to .deleted and schedules their removal.
+func (l *Log) retire(v *Segment) error {
+	if err := v.renameAll("", DeletedSuffix); err != nil {
+		return err
+	}
+	l.scheduleRemoval(v)
+	return nil
+}
+
+// scheduleRemoval removes a retired segment's files after file.delete.delay.ms.
+func (l *Log) scheduleRemoval(v *Segment) {
+	delay := time.Duration(l.o.FileDeleteDelayMs) * time.Millisecond
+	if delay <= 0 {
+		l.finishDelete(v)
+		return
+	}
+	l.bg.Add(1)
+	l.pendingMu.Lock()
+	if l.pendingDel == nil {
+		l.pendingDel = make(map[*Segment]*time.Timer)
+	}
+	l.pendingDel[v] = time.AfterFunc(delay, func() {
+		defer l.bg.Done()
+		l.pendingMu.Lock()
+		_, ok := l.pendingDel[v]
+		delete(l.pendingDel, v)
+		l.pendingMu.Unlock()
+		if ok {
+			l.finishDelete(v)
+		}
+	})
+	l.pendingMu.Unlock()
+}
+
+// finishDelete removes the .deleted files and drops the log's reference.
+func (l *Log) finishDelete(v *Segment) {
+	if err := v.removeAll(DeletedSuffix); err != nil {
+		l.o.Logger.Error("removing deleted segment failed", "dir", l.dir, "base", v.base, "err", err)
+	}
+	v.release()
+}
+
+// SetLogStartOffset advances the log start offset (Kafka's DeleteRecords): reads
+// below it fail, and segments wholly below it are deleted.
+func (l *Log) SetLogStartOffset(off int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if off > l.next.Load() {
+		return fmt.Errorf("%w: log start offset %d beyond log end %d", ErrOffsetOutOfRange, off, l.next.Load())
+	}
+	if off <= l.start.Load() {
+		return nil
+	}
+	l.start.Store(off)
+	_, err := l.deleteBelowStart()
+	return err
+}
+
+func (l *Log) deleteBelowStart() (int, error) {
+	segs := l.segs.Load().segs
+	start := l.start.Load()
+	n := 0
+	for n < len(segs)-1 && segs[n+1].base <= start {
+		n++
+	}
+	return l.deleteOldest(n, "below log start offset")
+}
+
+// DeletePrefix deletes the n oldest segments (never the active one).
+func (l *Log) DeletePrefix(n int) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deleteOldest(n, "requested")
+}

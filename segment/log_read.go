@@ -1,0 +1,67 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Snapshot is a consistent view of the log taken without locks: the segment list
+// and the offsets at one moment. Reading through it keeps working while the
+// writer appends, rolls, or deletes the segments it holds (deleted files stay
+// open until released, and are removed after file.delete.delay.ms).
+type Snapshot struct {
+	Segments []*Segment
+	Start    int64 // log start offset
+	End      int64 // log end offset
+}
+
+// Snapshot returns the current view.
+func (l *Log) Snapshot() Snapshot {
+	end := l.next.Load() // before the list: every offset below it is in the list
+	segs := l.segs.Load().segs
+	return Snapshot{Segments: segs, Start: l.start.Load(), End: end}
+}
+
+// Read returns the region of the log starting with the batch that holds offset,
+// at most maxBytes long but always at least one whole batch. At the log end it
+// returns an empty region. Offsets outside [start, end] are ErrOffsetOutOfRange.
+// Release the region when done.
+func (l *Log) Read(offset, maxBytes int64) (Region, error) {
+	for try := 0; ; try++ {
+		r, err := l.Snapshot().Read(offset, maxBytes)
+		if errors.Is(err, ErrSegmentGone) && try < 3 {
+			continue // deleted under us: the new list tells where the data went
+		}
+		return r, err
+	}
+}
+
+// Read is Log.Read against this snapshot.
+func (v Snapshot) Read(offset, maxBytes int64) (Region, error) {
+	if offset < v.Start || offset > v.End {
+		return Region{}, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, v.Start, v.End)
+	}
+	if offset == v.End {
+		return Region{FirstOffset: offset}, nil
+	}
+	if maxBytes < 0 {
+		maxBytes = 0
+	}
+	for i := locate(v.Segments, offset); i < len(v.Segments); i++ {
+		s := v.Segments[i]
+		if !s.acquire() {
+			return Region{}, fmt.Errorf("%w: %s", ErrSegmentGone, s.Path(LogSuffix))
+		}
+		r, ok, err := s.read(offset, maxBytes)
+		if err != nil || !ok {
+			s.release()
+			if err != nil {
+				return Region{}, err
+			}
+			continue // offset lies past this segment (a compaction gap)
+		}
+		r.seg = s
+		return r, nil
+	}
+	return Region{FirstOffset: offset}, nil
+}

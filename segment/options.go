@@ -1,0 +1,149 @@
+package segment
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/stratalog/strata/internal/vfs"
+)
+
+// Options configure a Log. Names follow Kafka's topic configs; zero values take
+// Kafka's defaults (see EnsureDefaults). A nil *Options means all defaults.
+type Options struct {
+	// FS is the filesystem; default vfs.OS.
+	FS vfs.FS
+	// SegmentBytes is segment.bytes: roll when the active segment would exceed it
+	// (default 1 GiB; at most 2 GiB - 1, as positions are int32).
+	SegmentBytes int64
+	// SegmentMs is segment.ms: roll when the active segment's first timestamp is
+	// this old (default 7 days).
+	SegmentMs int64
+	// SegmentIndexBytes is segment.index.bytes, the preallocated size of each
+	// index file (default 10 MiB).
+	SegmentIndexBytes int
+	// IndexIntervalBytes is index.interval.bytes: bytes between offset index
+	// entries (default 4096).
+	IndexIntervalBytes int
+	// FlushMessages is flush.messages: fsync after this many records (default:
+	// never; the OS decides, as in Kafka).
+	FlushMessages int64
+	// FlushMs is flush.ms: fsync when the oldest unflushed append is this old,
+	// checked by a background flusher (default: never).
+	FlushMs int64
+	// FileDeleteDelayMs is file.delete.delay.ms: how long files renamed to
+	// .deleted are kept for readers still using them (default 60000).
+	FileDeleteDelayMs int64
+	// RetentionMs is retention.ms (default 7 days; -1 keeps forever).
+	RetentionMs int64
+	// RetentionBytes is retention.bytes (default -1: no size limit).
+	RetentionBytes int64
+	// MaxBatchBytes caps one entry read from disk (default 64 MiB); larger
+	// size fields are treated as corruption.
+	MaxBatchBytes int
+
+	// RecoveryPoint: batches below it are trusted at Open (their CRCs are not
+	// rechecked); segments from the one holding it onwards are scanned. Default 0:
+	// scan everything. Set by the recovery package from Kafka's checkpoint.
+	RecoveryPoint int64
+	// CleanShutdown skips the scan (the clean-shutdown marker was present).
+	CleanShutdown bool
+	// LogStartOffset from the log-start-offset checkpoint (default: the first
+	// segment's base offset).
+	LogStartOffset int64
+
+	// Now returns the wall clock in milliseconds (default time.Now).
+	Now func() int64
+	// Logger receives what the log does (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Defaults, Kafka's.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentMs          = 7 * 24 * 3600 * 1000
+	DefaultSegmentIndexBytes  = 10 << 20
+	DefaultIndexIntervalBytes = 4096
+	DefaultFileDeleteDelayMs  = 60000
+	DefaultRetentionMs        = 7 * 24 * 3600 * 1000
+	DefaultMaxBatchBytes      = 64 << 20
+	// Never is the value of FlushMessages/FlushMs that disables application fsync.
+	Never = math.MaxInt64
+)
+
+// EnsureDefaults returns a copy of o (nil allowed) with every zero field set to
+// its default.
+func (o *Options) EnsureDefaults() *Options {
+	var n Options
+	if o != nil {
+		n = *o
+	}
+	if n.FS == nil {
+		n.FS = vfs.OS
+	}
+	if n.SegmentBytes == 0 {
+		n.SegmentBytes = DefaultSegmentBytes
+	}
+	if n.SegmentMs == 0 {
+		n.SegmentMs = DefaultSegmentMs
+	}
+	if n.SegmentIndexBytes == 0 {
+		n.SegmentIndexBytes = DefaultSegmentIndexBytes
+	}
+	if n.IndexIntervalBytes == 0 {
+		n.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if n.FlushMessages == 0 {
+		n.FlushMessages = Never
+	}
+	if n.FlushMs == 0 {
+		n.FlushMs = Never
+	}
+	if n.FileDeleteDelayMs == 0 {
+		n.FileDeleteDelayMs = DefaultFileDeleteDelayMs
+	}
+	if n.RetentionMs == 0 {
+		n.RetentionMs = DefaultRetentionMs
+	}
+	if n.RetentionBytes == 0 {
+		n.RetentionBytes = -1
+	}
+	if n.MaxBatchBytes == 0 {
+		n.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if n.Now == nil {
+		n.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if n.Logger == nil {
+		n.Logger = slog.Default()
+	}
+	return &n
+}
+
+// Validate reports the first invalid setting.
+func (o *Options) Validate() error {
+	switch {
+	case o.SegmentBytes < 14 || o.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("%w: segment.bytes %d must be in [14, %d]", ErrInvalidConfig, o.SegmentBytes, math.MaxInt32)
+	case o.SegmentMs < 1:
+		return fmt.Errorf("%w: segment.ms %d must be positive", ErrInvalidConfig, o.SegmentMs)
+	case o.SegmentIndexBytes < 12 || o.SegmentIndexBytes > math.MaxInt32:
+		return fmt.Errorf("%w: segment.index.bytes %d must be at least 12", ErrInvalidConfig, o.SegmentIndexBytes)
+	case o.IndexIntervalBytes < 0:
+		return fmt.Errorf("%w: index.interval.bytes %d must not be negative", ErrInvalidConfig, o.IndexIntervalBytes)
+	case o.FlushMessages < 1:
+		return fmt.Errorf("%w: flush.messages %d must be positive", ErrInvalidConfig, o.FlushMessages)
+	case o.FlushMs < 0:
+		return fmt.Errorf("%w: flush.ms %d must not be negative", ErrInvalidConfig, o.FlushMs)
+	case o.FileDeleteDelayMs < 0:
+		return fmt.Errorf("%w: file.delete.delay.ms %d must not be negative", ErrInvalidConfig, o.FileDeleteDelayMs)
+	case o.RetentionMs < -1:
+		return fmt.Errorf("%w: retention.ms %d must be -1 or more", ErrInvalidConfig, o.RetentionMs)
+	case o.RetentionBytes < -1:
+		return fmt.Errorf("%w: retention.bytes %d must be -1 or more", ErrInvalidConfig, o.RetentionBytes)
+	case o.MaxBatchBytes < 61:
+		return fmt.Errorf("%w: max batch bytes %d too small", ErrInvalidConfig, o.MaxBatchBytes)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync/atomic"
+
+	"github.com/stratalog/strata/index"
+	"github.com/stratalog/strata/internal/vfs"
+)
+
+// Segment is one segment of a partition: the .log file holding the batches whose
+// offsets start at Base, and its offset and time indexes.
+//
+// One writer (the Log, under its lock) appends; any number of readers read
+// without locks. The writer publishes an append by storing size and next offset
+// after the bytes and index entries are written, so a reader that loads next
+// before size sees only whole, indexed data.
+type Segment struct {
+	fs   vfs.FS
+	dir  string
+	base int64
+	o    *Options
+
+	log     vfs.File
+	offIdx  *index.OffsetIndex
+	timeIdx *index.TimeIndex
+
+	size  atomic.Int64 // committed bytes of .log
+	next  atomic.Int64 // last offset + 1, or base when empty
+	maxTs atomic.Int64 // largest timestamp so far, -1 when none
+	refs  atomic.Int32 // the Log's reference plus one per active reader
+
+	// Writer-only state.
+	offsetOfMaxTs   int64 // last offset of the batch holding maxTs
+	bytesSinceIndex int64 // bytes appended since the last offset index entry
+	rollTs          int64 // max timestamp of the first batch, -1 when none
+	createdMs       int64 // wall clock at creation or open
+	indexesSynced   atomic.Bool // indexes fsynced since they last changed
+}
+
+// Base is the segment's base offset (its file name).
+func (s *Segment) Base() int64 { return s.base }
+
+// Size is the number of bytes in the .log file.
+func (s *Segment) Size() int64 { return s.size.Load() }
+
+// NextOffset is one past the last offset stored (Base when empty).
+func (s *Segment) NextOffset() int64 { return s.next.Load() }
+
+// MaxTimestamp is the largest record timestamp stored, or -1.
+func (s *Segment) MaxTimestamp() int64 { return s.maxTs.Load() }
+
+// Path returns the path of one of the segment's files.
+func (s *Segment) Path(suffix string) string { return FilePath(s.dir, s.base, suffix) }
+
+// Log returns the segment's .log file, for readers holding a reference.
+func (s *Segment) LogFile() vfs.File { return s.log }
+
+// OffsetIndex and TimeIndex expose the indexes (for tools and recovery).
+func (s *Segment) OffsetIndex() *index.OffsetIndex { return s.offIdx }
+func (s *Segment) TimeIndex() *index.TimeIndex     { return s.timeIdx }
+
+// createSegment makes the three files of a new, empty segment.
+func createSegment(fsys vfs.FS, dir string, base int64, o *Options) (*Segment, error) {
+	s := &Segment{fs: fsys, dir: dir, base: base, o: o}
+	lf, err := fsys.OpenFile(s.Path(LogSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("segment: create %s: %w", s.Path(LogSuffix), err)
+	}
+	s.log = lf
+	// Stale index files of the same base (left by a crash) are replaced.
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+		if err := fsys.Remove(s.Path(suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			lf.Close()
+			return nil, fmt.Errorf("segment: remove stale %s: %w", s.Path(suf), err)
+		}
+	}
+	if err := s.openIndexes(true); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	s.init(o.Now())
+	s.next.Store(base)
+	return s, nil
+}
+
+// openSegment opens the files of an existing segment. Its size is the file's;
+// next offset and timestamps are set by load or recover.
+func openSegment(fsys vfs.FS, dir string, base int64, o *Options, writable bool) (*Segment, error) {
+	s := &Segment{fs: fsys, dir: dir, base: base, o: o}
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	lf, err := fsys.OpenFile(s.Path(LogSuffix), flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("segment: open %s: %w", s.Path(LogSuffix), err)
+	}
+	s.log = lf
+	st, err := lf.Stat()
+	if err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("segment: stat %s: %w", s.Path(LogSuffix), err)
+	}
+	if err := s.openIndexes(writable); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	s.init(st.ModTime().UnixMilli())
+	s.size.Store(st.Size())
+	s.next.Store(base)
+	return s, nil
+}
+
+func (s *Segment) init(nowMs int64) {
+	s.refs.Store(1)
+	s.maxTs.Store(-1)
+	s.offsetOfMaxTs = s.base
+	s.rollTs = -1
+	s.createdMs = nowMs
+}
+
+func (s *Segment) openIndexes(writable bool) error {
+	oi, err := index.OpenOffsetIndex(s.fs, s.Path(IndexSuffix), s.base, s.o.SegmentIndexBytes, writable)
+	if err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	ti, err := index.OpenTimeIndex(s.fs, s.Path(TimeIndexSuffix), s.base, s.o.SegmentIndexBytes, writable)
+	if err != nil {
+		oi.Close()
+		return fmt.Errorf("segment: %w", err)
+	}
+	s.offIdx, s.timeIdx = oi, ti
+	return nil
+}
+
+// acquire takes a reader's reference; false when the segment is already closed.
+func (s *Segment) acquire() bool {
+	for {
+		r := s.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one closes the files.
+func (s *Segment) release() {
+	if s.refs.Add(-1) == 0 {
+		s.closeFiles()
+	}
+}
+
+func (s *Segment) closeFiles() error {
+	var first error
+	for _, c := range []interface{ Close() error }{s.offIdx, s.timeIdx, s.log} {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// flush makes the segment's data durable; the indexes too when asked (they are
+// rebuilt by recovery above the recovery point, so the active segment skips them).
+func (s *Segment) flush(indexes bool) error {
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("segment: sync %s: %w", s.Path(LogSuffix), err)
+	}
+	if indexes && !s.indexesSynced.Load() {
+		if err := s.offIdx.Sync(); err != nil {
+			return fmt.Errorf("segment: sync %s: %w", s.Path(IndexSuffix), err)
+		}
+		if err := s.timeIdx.Sync(); err != nil {
+			return fmt.Errorf("segment: sync %s: %w", s.Path(TimeIndexSuffix), err)
+		}
+		s.indexesSynced.Store(true)
+	}
+	return nil
+}
+
+// seal is called when the segment stops being the active one: the time index gets
+// its final entry and both indexes are trimmed to their entries.
+func (s *Segment) seal() error {
+	if ts := s.maxTs.Load(); ts >= 0 {
+		if err := s.timeIdx.AppendFinal(ts, s.offsetOfMaxTs); err != nil {
+			return fmt.Errorf("segment: %w", err)
+		}
+	}
+	if err := s.offIdx.Trim(); err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	if err := s.timeIdx.Trim(); err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	s.indexesSynced.Store(false)
+	return nil
+}
+
+// unseal makes a trimmed segment writable again (after truncation made it active).
+func (s *Segment) unseal() error {
+	if err := s.offIdx.Resize(s.o.SegmentIndexBytes); err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	if err := s.timeIdx.Resize(s.o.SegmentIndexBytes); err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	return nil
+}
+
+// renameAll renames every file of the segment from suffix+from to suffix+to
+// (e.g. "" to ".deleted"). Missing index files are skipped.
+func (s *Segment) renameAll(from, to string) error {
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		err := s.fs.Rename(s.Path(suf+from), s.Path(suf+to))
+		if err != nil && !(suf != LogSuffix && errors.Is(err, fs.ErrNotExist)) {
+			return fmt.Errorf("segment: rename %s: %w", s.Path(suf+from), err)
+		}
+	}
+	return nil
+}
+
+// removeAll removes every file of the segment with the given extra suffix.
+func (s *Segment) removeAll(extra string) error {
+	var first error
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		if err := s.fs.Remove(s.Path(suf + extra)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+			first = fmt.Errorf("segment: remove %s: %w", s.Path(suf+extra), err)
+		}
+	}
+	return first
+}
