@@ -166,8 +166,8 @@ func TestCrashRenameDurability(t *testing.T) {
 	must(t, m.Rename("/ckpt.tmp", "/ckpt"))
 	dumps, descs, _ := states(t, m, vfs.CrashOptions{})
 	want := []string{
-		"d /\nf /ckpt \"old\"\n",                       // nothing landed
-		"d /\nf /ckpt \"new\"\n",                       // both landed
+		"d /\nf /ckpt \"old\"\n",                      // nothing landed
+		"d /\nf /ckpt \"new\"\n",                      // both landed
 		"d /\nf /ckpt \"old\"\nf /ckpt.tmp \"new\"\n", // create landed, rename not
 	}
 	if !slices.Equal(dumps, want) {

@@ -3,7 +3,6 @@ package vfs_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stratalog/strata/internal/vfs"
@@ -176,5 +175,4 @@ func TestOpKindString(t *testing.T) {
 	if !vfs.OpSync.Mutating() || vfs.OpRead.Mutating() {
 		t.Fatal("Mutating")
 	}
-	_ = os.O_RDONLY
 }
