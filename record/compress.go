@@ -73,6 +73,9 @@ func DecompressLegacy(magic int8, c Codec, dst, src []byte) ([]byte, error) {
 func decompress(c Codec, dst, src []byte, legacyLZ4 bool) ([]byte, error) {
 	var err error
 	start := len(dst)
+	if len(src) == 0 && c != CodecNone {
+		return dst, fmt.Errorf("%w: %s: empty stream", ErrCompression, c)
+	}
 	switch c {
 	case CodecNone:
 		if len(src) > MaxDecompressedSize {

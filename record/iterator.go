@@ -18,6 +18,9 @@ type ScanOptions struct {
 	// MaxEntrySize rejects as corruption an entry whose size field plus the
 	// 12-byte overhead exceeds it; 0 means DefaultMaxEntrySize.
 	MaxEntrySize int64
+	// ReadSize is how much a FileScanner reads at a time; 0 means
+	// DefaultScanChunk.
+	ReadSize int
 	// BasePos is the file position of the Iterator's first byte, added to
 	// Pos and error positions. FileScanner ignores it (it knows positions).
 	BasePos int64

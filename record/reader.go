@@ -43,7 +43,7 @@ func (r *RecordReader) Reset(b Batch, pos int64) {
 	r.logApp = b.IsLogAppendTime()
 	r.maxTs = b.MaxTimestamp()
 	r.data = b.RecordsBytes()
-	if c := b.Codec(); c != CodecNone {
+	if c := b.Codec(); c != CodecNone && (r.count > 0 || len(r.data) > 0) {
 		var err error
 		r.dbuf, err = Decompress(c, r.dbuf[:0], r.data)
 		if err != nil {
@@ -78,6 +78,10 @@ func checkHeader(b Batch, pos int64) error {
 // Next returns the next record, or false at the end or on error.
 func (r *RecordReader) Next() (Record, bool) {
 	if r.err != nil || r.i >= r.count {
+		return Record{}, false
+	}
+	if len(r.data) == 0 {
+		r.err = Corrupt(ErrBadCount, r.pos, r.base, "record count %d but the records end after %d", r.count, r.i)
 		return Record{}, false
 	}
 	var raw rawRecord
@@ -123,7 +127,7 @@ func (b Batch) Records(dst []Record) ([]Record, error) {
 	}
 	base, baseTs, maxTs, logApp := b.BaseOffset(), b.BaseTimestamp(), b.MaxTimestamp(), b.IsLogAppendTime()
 	data := b.RecordsBytes()
-	if c := b.Codec(); c != CodecNone {
+	if c := b.Codec(); c != CodecNone && (b.NumRecords() > 0 || len(data) > 0) {
 		var err error
 		if data, err = Decompress(c, nil, data); err != nil {
 			return dst, Corrupt(ErrCompression, -1, base, "%v", err)
@@ -135,6 +139,9 @@ func (b Batch) Records(dst []Record) ([]Record, error) {
 	}
 	var hdrs []Header
 	for i := int32(0); i < count; i++ {
+		if len(data) == 0 {
+			return dst[:start], Corrupt(ErrBadCount, -1, base, "record count %d but the records end after %d", count, i)
+		}
 		var raw rawRecord
 		n, h, detail := decodeRecord(data, &raw, hdrs)
 		if detail != "" {

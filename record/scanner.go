@@ -40,9 +40,13 @@ func NewFileScanner(r io.ReaderAt, start, end int64, opts ScanOptions) *FileScan
 
 // Reset restarts the scanner, keeping its buffer.
 func (s *FileScanner) Reset(r io.ReaderAt, start, end int64, opts ScanOptions) {
+	chunk := opts.ReadSize
+	if chunk <= 0 {
+		chunk = DefaultScanChunk
+	}
 	buf := s.buf
-	if buf == nil {
-		buf = make([]byte, DefaultScanChunk)
+	if len(buf) < chunk {
+		buf = make([]byte, chunk)
 	}
 	*s = FileScanner{r: r, end: end, opts: opts, buf: buf, bufPos: start, pos: start}
 }
@@ -61,7 +65,7 @@ func (s *FileScanner) fill(n int) (int, error) {
 	}
 	for s.hi < n {
 		if s.hi == len(s.buf) {
-			nb := make([]byte, min(max(2*len(s.buf), DefaultScanChunk), n+DefaultScanChunk))
+			nb := make([]byte, min(2*len(s.buf), n+len(s.buf)))
 			copy(nb, s.buf[:s.hi])
 			s.buf = nb
 		}
