@@ -113,13 +113,17 @@ func TestBadBatchHeaders(t *testing.T) {
 		b    Batch
 		want error
 	}{
-		"short":          {good[:60], ErrTruncated},
-		"truncated":      {good[:len(good)-1], ErrBadSize},
-		"magic 1":        {mut(func(b Batch) Batch { b[posMagic] = 1; return b }), ErrBadMagic},
-		"crc":            {mut(func(b Batch) Batch { b[len(b)-1] ^= 1; return b }), ErrCRC},
-		"length -1":      {mut(func(b Batch) Batch { binary.BigEndian.PutUint32(b[posLength:], 0xffffffff); return b }), ErrBadSize},
-		"length huge":    {mut(func(b Batch) Batch { binary.BigEndian.PutUint32(b[posLength:], 1<<31-1); return b }), ErrBadSize},
-		"count negative": {mut(func(b Batch) Batch { binary.BigEndian.PutUint32(b[posRecordsCount:], 0x80000000); b.UpdateCRC(); return b }), ErrBadCount},
+		"short":       {good[:60], ErrTruncated},
+		"truncated":   {good[:len(good)-1], ErrBadSize},
+		"magic 1":     {mut(func(b Batch) Batch { b[posMagic] = 1; return b }), ErrBadMagic},
+		"crc":         {mut(func(b Batch) Batch { b[len(b)-1] ^= 1; return b }), ErrCRC},
+		"length -1":   {mut(func(b Batch) Batch { binary.BigEndian.PutUint32(b[posLength:], 0xffffffff); return b }), ErrBadSize},
+		"length huge": {mut(func(b Batch) Batch { binary.BigEndian.PutUint32(b[posLength:], 1<<31-1); return b }), ErrBadSize},
+		"count negative": {mut(func(b Batch) Batch {
+			binary.BigEndian.PutUint32(b[posRecordsCount:], 0x80000000)
+			b.UpdateCRC()
+			return b
+		}), ErrBadCount},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -143,12 +143,16 @@ func TestLegacyBadInput(t *testing.T) {
 		want error
 	}{
 		"attributes bits 4-7": {mut(func(e []byte) []byte { e[legacyPosAttrs] = 0x10; return e }), ErrBadRecord},
-		"key length past end":  {mut(func(e []byte) []byte { binary.BigEndian.PutUint32(e[LogOverhead+14:], 100); return e }), ErrBadRecord},
-		"key length -2":        {mut(func(e []byte) []byte { binary.BigEndian.PutUint32(e[LogOverhead+14:], 0xfffffffe); return e }), ErrBadRecord},
-		"trailing bytes":       {mut(func(e []byte) []byte { e = append(e, 0); binary.BigEndian.PutUint32(e[8:], uint32(len(e)-12)); return e }), ErrBadRecord},
-		"size below v1 min":    {mut(func(e []byte) []byte { binary.BigEndian.PutUint32(e[8:], 20); return e[:32] }), ErrBadSize},
-		"truncated":            {good[:len(good)-1], ErrTruncated},
-		"magic 3":              {mut(func(e []byte) []byte { e[legacyPosMagic] = 3; return e }), ErrBadMagic},
+		"key length past end": {mut(func(e []byte) []byte { binary.BigEndian.PutUint32(e[LogOverhead+14:], 100); return e }), ErrBadRecord},
+		"key length -2":       {mut(func(e []byte) []byte { binary.BigEndian.PutUint32(e[LogOverhead+14:], 0xfffffffe); return e }), ErrBadRecord},
+		"trailing bytes": {mut(func(e []byte) []byte {
+			e = append(e, 0)
+			binary.BigEndian.PutUint32(e[8:], uint32(len(e)-12))
+			return e
+		}), ErrBadRecord},
+		"size below v1 min": {mut(func(e []byte) []byte { binary.BigEndian.PutUint32(e[8:], 20); return e[:32] }), ErrBadSize},
+		"truncated":         {good[:len(good)-1], ErrTruncated},
+		"magic 3":           {mut(func(e []byte) []byte { e[legacyPosMagic] = 3; return e }), ErrBadMagic},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
