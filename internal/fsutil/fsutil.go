@@ -56,4 +56,3 @@ func WriteFileAtomic(fsys vfs.FS, path string, data []byte) (err error) {
 	}
 	return nil
 }
-
