@@ -12,6 +12,17 @@ const warmBytes = 8192
 // straight from b, big-endian, and never allocate. On an unsorted (corrupt) index
 // they return some slot in range; they never index outside b[:n*stride].
 
+// interpRounds and interpWindow bound the interpolation that narrows a cold-part
+// search: at most interpRounds guesses, each confirmed by a probe interpWindow slots
+// away. Keys of real indexes (offsets, positions, timestamps) grow roughly linearly
+// with the slot, so the first guess usually brackets the answer within a window
+// that spans a few cache lines of one page; skewed keys only cost the wasted
+// probes before the binary search takes over.
+const (
+	interpRounds = 1
+	interpWindow = 32
+)
+
 // key32 reads the int32 at slot i, byte off within the entry.
 func key32(b []byte, stride, off, i int) int64 {
 	return int64(int32(binary.BigEndian.Uint32(b[i*stride+off:])))
@@ -37,7 +48,7 @@ func floor32(b []byte, n, stride, off int, target int64) int {
 	} else if key32(b, stride, off, 0) > target {
 		return -1
 	} else {
-		hi = firstHot
+		lo, hi = narrow32(b, stride, off, 0, firstHot, target)
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi+1) >> 1)
@@ -68,7 +79,7 @@ func floor64(b []byte, n, stride, off int, target int64) int {
 	} else if key64(b, stride, off, 0) > target {
 		return -1
 	} else {
-		hi = firstHot
+		lo, hi = narrow64(b, stride, off, 0, firstHot, target)
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi+1) >> 1)
@@ -115,4 +126,70 @@ func lowerBound32(b []byte, n, stride, off int, target int64) int {
 		}
 	}
 	return lo
+}
+
+// narrow32 shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
+// target by interpolation, keeping key(lo) <= target and the answer in [lo, hi].
+func narrow32(b []byte, stride, off, lo, hi int, target int64) (int, int) {
+	for r := 0; r < interpRounds && hi-lo > 2*interpWindow; r++ {
+		klo, khi := key32(b, stride, off, lo), key32(b, stride, off, hi)
+		if khi <= klo {
+			break
+		}
+		g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
+		if g <= lo || g >= hi {
+			break
+		}
+		if key32(b, stride, off, g) <= target {
+			lo = g
+			if w := g + interpWindow; w < hi {
+				if key32(b, stride, off, w) > target {
+					return lo, w - 1
+				}
+				lo = w
+			}
+		} else {
+			hi = g - 1
+			if w := g - interpWindow; w > lo {
+				if key32(b, stride, off, w) <= target {
+					return w, hi
+				}
+				hi = w - 1
+			}
+		}
+	}
+	return lo, hi
+}
+
+// narrow64 shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
+// target by interpolation, keeping key(lo) <= target and the answer in [lo, hi].
+func narrow64(b []byte, stride, off, lo, hi int, target int64) (int, int) {
+	for r := 0; r < interpRounds && hi-lo > 2*interpWindow; r++ {
+		klo, khi := key64(b, stride, off, lo), key64(b, stride, off, hi)
+		if khi <= klo {
+			break
+		}
+		g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
+		if g <= lo || g >= hi {
+			break
+		}
+		if key64(b, stride, off, g) <= target {
+			lo = g
+			if w := g + interpWindow; w < hi {
+				if key64(b, stride, off, w) > target {
+					return lo, w - 1
+				}
+				lo = w
+			}
+		} else {
+			hi = g - 1
+			if w := g - interpWindow; w > lo {
+				if key64(b, stride, off, w) <= target {
+					return w, hi
+				}
+				hi = w - 1
+			}
+		}
+	}
+	return lo, hi
 }
