@@ -142,7 +142,7 @@ func (i *InjectFS) check(op Op) error {
 	return &InjectedError{Op: op, Err: err}
 }
 
-func (i *InjectFS) open(name string, flag int, perm os.FileMode, call func() (File, error)) (File, error) {
+func (i *InjectFS) open(name string, flag int, call func() (File, error)) (File, error) {
 	kind := OpOpen
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 		kind = OpCreate
@@ -158,15 +158,15 @@ func (i *InjectFS) open(name string, flag int, perm os.FileMode, call func() (Fi
 }
 
 func (i *InjectFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	return i.open(name, flag, perm, func() (File, error) { return i.fs.OpenFile(name, flag, perm) })
+	return i.open(name, flag, func() (File, error) { return i.fs.OpenFile(name, flag, perm) })
 }
 
 func (i *InjectFS) Open(name string) (File, error) {
-	return i.open(name, os.O_RDONLY, 0, func() (File, error) { return i.fs.Open(name) })
+	return i.open(name, os.O_RDONLY, func() (File, error) { return i.fs.Open(name) })
 }
 
 func (i *InjectFS) Create(name string) (File, error) {
-	return i.open(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666, func() (File, error) { return i.fs.Create(name) })
+	return i.open(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, func() (File, error) { return i.fs.Create(name) })
 }
 
 func (i *InjectFS) Remove(name string) error {

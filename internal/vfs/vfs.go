@@ -13,6 +13,11 @@
 //   - File.Write appends at the file's own offset (files opened for writing start at
 //     offset 0 unless opened with os.O_APPEND); WriteAt and ReadAt take explicit
 //     offsets and do not move it.
+//
+// What MemFS models of a power loss, and what it does not, is documented on
+// MemFS; the states a crash can leave are described on CrashOptions and
+// enumerated by MemFS.AllCrashStates (see the crash-loop example). LockDir
+// (Linux) keeps a second process, strata or a Kafka broker, out of a directory.
 package vfs
 
 import (
