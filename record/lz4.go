@@ -62,7 +62,7 @@ type lz4Reader struct {
 	br  bytes.Reader
 	hdr bytes.Reader
 	mr  multiReader
-	fix [15]byte
+	fix [19]byte // magic, FLG, BD, content size, dictionary id, checksum
 }
 
 // multiReader reads a fixed header then the rest, without allocating.
