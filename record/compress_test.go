@@ -140,3 +140,11 @@ func TestDecompressLimit(t *testing.T) {
 		MaxDecompressedSize = old
 	}
 }
+
+func TestLegacyLZ4LongHeader(t *testing.T) {
+	// FLG with content size and dictionary id: a 19-byte header (fuzz finding).
+	in := []byte("\x04\"M\x18input \x19\x00\xff\xff\xffc\xa5\x00\xc9")
+	if _, err := DecompressLegacy(0, CodecLZ4, nil, in); !errors.Is(err, ErrCompression) {
+		t.Fatalf("got %v", err)
+	}
+}
