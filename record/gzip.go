@@ -3,7 +3,6 @@ package record
 import (
 	"bytes"
 	"compress/flate"
-	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -20,34 +19,41 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // gzipWriters pools writers per level 1..9 (index 0 is the default level).
 var gzipWriters [10]sync.Pool
 
+type gzipWriter struct {
+	zw *gzip.Writer
+	aw appendWriter
+}
+
 func compressGzip(dst, src []byte, level int) ([]byte, error) {
 	if level < 0 || level > 9 {
 		level = 0
 	}
-	aw := &appendWriter{b: dst}
-	zw, _ := gzipWriters[level].Get().(*gzip.Writer)
-	if zw == nil {
+	w, _ := gzipWriters[level].Get().(*gzipWriter)
+	if w == nil {
 		l := level
 		if l == 0 {
 			l = flate.DefaultCompression
 		}
+		w = new(gzipWriter)
 		var err error
-		if zw, err = gzip.NewWriterLevel(aw, l); err != nil {
+		if w.zw, err = gzip.NewWriterLevel(&w.aw, l); err != nil {
 			return dst, err
 		}
 	} else {
-		zw.Reset(aw)
+		w.zw.Reset(&w.aw)
 	}
-	_, err := zw.Write(src)
+	w.aw.b = dst
+	_, err := w.zw.Write(src)
 	if err == nil {
-		err = zw.Close()
+		err = w.zw.Close()
 	}
-	zw.Reset(io.Discard)
-	gzipWriters[level].Put(zw)
+	out := w.aw.b
+	w.aw.b = nil
+	gzipWriters[level].Put(w)
 	if err != nil {
 		return dst, err
 	}
-	return aw.b, nil
+	return out, nil
 }
 
 type gzipReader struct {
