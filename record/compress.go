@@ -11,7 +11,7 @@ import (
 // at start-up, before decoding concurrently.
 var MaxDecompressedSize = 256 << 20
 
-// ErrTooLarge is wrapped (with ErrCompression) when output would exceed
+// errTooLarge is wrapped (with ErrCompression) when output would exceed
 // MaxDecompressedSize.
 var errTooLarge = errors.New("decompressed size exceeds the limit")
 

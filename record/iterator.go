@@ -138,7 +138,7 @@ func (it *Iterator) Header() EntryHeader { return it.hdr }
 // Pos is the position of the current entry (BasePos + index in the input).
 func (it *Iterator) Pos() int64 { return it.opts.BasePos + int64(it.p) - int64(len(it.entry)) }
 
-// Next position to read: after the current entry, or where an error stopped.
+// NextPos is the position after the current entry, or where an error stopped.
 func (it *Iterator) NextPos() int64 { return it.opts.BasePos + int64(it.p) }
 
 // Err is the error that stopped iteration, nil at a clean end.
