@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/stratalog/strata/index"
@@ -73,8 +74,17 @@ func FuzzIndexLoad(f *testing.F) {
 	f.Add(cat(e(3, 100), e(2, 200)), int64(7), int64(1<<20), true)
 	f.Add(cat(e(3, 100), []byte{1, 2, 3}), int64(7), int64(1<<20), false)
 	f.Add(cat(e(math.MaxInt32, 1), e(0xffffffff, 2)), int64(1<<40), int64(10), false)
+	// Indexes long enough for the cold part (beyond the last 8 KiB) to be searched:
+	// jittered gaps, and a step that defeats interpolation.
+	var jitter, step []byte
+	for i := uint32(0); i < 3000; i++ {
+		jitter = append(jitter, e(i*100+i*2654435761%97, i*4096+i%13)...)
+		step = append(step, e(i+(i/2000)*1_000_000, i*4096)...)
+	}
+	f.Add(jitter, int64(5000), int64(1<<30), false)
+	f.Add(step, int64(0), int64(1<<30), true)
 	f.Fuzz(func(t *testing.T, data []byte, base, logSize int64, mapped bool) {
-		if len(data) > 1<<12 {
+		if len(data) > 1<<15 {
 			return
 		}
 		base &= 1<<62 - 1
@@ -116,10 +126,8 @@ func FuzzIndexLoad(f *testing.F) {
 				continue // any answer, but no panic
 			}
 			wo, wp := base, int32(0)
-			for i := range offs {
-				if offs[i] <= q {
-					wo, wp = offs[i], poss[i]
-				}
+			if i := sort.Search(n, func(i int) bool { return offs[i] > q }) - 1; i >= 0 {
+				wo, wp = offs[i], poss[i]
 			}
 			if o != wo || p != wp {
 				t.Fatalf("Lookup(%d) = (%d, %d), want (%d, %d)", q, o, p, wo, wp)
@@ -137,11 +145,8 @@ func FuzzIndexLoad(f *testing.F) {
 			var wo int64
 			var wp int32
 			wok := false
-			for i := range poss {
-				if poss[i] >= q {
-					wo, wp, wok = offs[i], poss[i], true
-					break
-				}
+			if i := sort.Search(n, func(i int) bool { return poss[i] >= q }); i < n {
+				wo, wp, wok = offs[i], poss[i], true
 			}
 			if o != wo || p != wp || ok != wok {
 				t.Fatalf("LookupPosition(%d) = (%d, %d, %v), want (%d, %d, %v)", q, o, p, ok, wo, wp, wok)
@@ -196,8 +201,15 @@ func FuzzTimeIndexLoad(f *testing.F) {
 	f.Add(cat(e(1000, 3), e(900, 4)), int64(0), int64(1<<20), true)
 	f.Add(cat(e(1000, 3), e(2000, 3)), int64(50), int64(1<<20), false)
 	f.Add(cat(e(-5, 3), []byte{9}), int64(0), int64(1<<20), false)
+	var jitter, step []byte
+	for i := int64(0); i < 2000; i++ {
+		jitter = append(jitter, e(1_700_000_000_000+i*1000+i*2654435761%997, uint32(i*3))...)
+		step = append(step, e(i+(i/1500)*1_000_000_000, uint32(i))...)
+	}
+	f.Add(jitter, int64(0), int64(1<<30), true)
+	f.Add(step, int64(0), int64(1<<30), false)
 	f.Fuzz(func(t *testing.T, data []byte, base, logEnd int64, mapped bool) {
-		if len(data) > 1<<12 {
+		if len(data) > 1<<15 {
 			return
 		}
 		base &= 1<<62 - 1
@@ -239,10 +251,8 @@ func FuzzTimeIndexLoad(f *testing.F) {
 				continue
 			}
 			wts, wo := index.NoTimestamp, base
-			for i := range tss {
-				if tss[i] <= q {
-					wts, wo = tss[i], offs[i]
-				}
+			if i := sort.Search(n, func(i int) bool { return tss[i] > q }) - 1; i >= 0 {
+				wts, wo = tss[i], offs[i]
 			}
 			if ts != wts || o != wo {
 				t.Fatalf("Lookup(%d) = (%d, %d), want (%d, %d)", q, ts, o, wts, wo)

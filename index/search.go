@@ -12,15 +12,16 @@ const warmBytes = 8192
 // straight from b, big-endian, and never allocate. On an unsorted (corrupt) index
 // they return some slot in range; they never index outside b[:n*stride].
 
-// interpRounds and interpWindow bound the interpolation that narrows a cold-part
-// search: at most interpRounds guesses, each confirmed by a probe interpWindow slots
-// away. Keys of real indexes (offsets, positions, timestamps) grow roughly linearly
-// with the slot, so the first guess usually brackets the answer within a window
-// that spans a few cache lines of one page; skewed keys only cost the wasted
-// probes before the binary search takes over.
+// interpWindow and interpMaxGallop bound the interpolation that narrows a cold-part
+// search: one guess, then probes interpWindow, 2*interpWindow, ... up to
+// interpMaxGallop slots away. Keys of real indexes (offsets, positions, timestamps)
+// grow roughly linearly with the slot, so the guess usually lands within a few
+// hundred slots of the answer and the probes bracket it inside one or a few pages;
+// skewed keys only cost the wasted probes (near the guess, on few pages) before the
+// binary search takes over.
 const (
-	interpRounds = 1
-	interpWindow = 32
+	interpWindow    = 32
+	interpMaxGallop = 4096
 )
 
 // key32 reads the int32 at slot i, byte off within the entry.
@@ -129,67 +130,91 @@ func lowerBound32(b []byte, n, stride, off int, target int64) int {
 }
 
 // narrow32 shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
-// target by interpolation, keeping key(lo) <= target and the answer in [lo, hi].
+// target: one interpolation guess g, then probes galloping away from g (32, 64, ...
+// up to interpMaxGallop slots) until one lands on the other side of target. It
+// keeps key(lo) <= target and the answer in [lo, hi]; when the keys are far from
+// linear it gives up after a few probes and leaves the rest to the binary search.
 func narrow32(b []byte, stride, off, lo, hi int, target int64) (int, int) {
-	for r := 0; r < interpRounds && hi-lo > 2*interpWindow; r++ {
-		klo, khi := key32(b, stride, off, lo), key32(b, stride, off, hi)
-		if khi <= klo {
+	if hi-lo <= 2*interpWindow {
+		return lo, hi
+	}
+	klo, khi := key32(b, stride, off, lo), key32(b, stride, off, hi)
+	if khi <= klo {
+		return lo, hi
+	}
+	g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
+	if g <= lo || g >= hi {
+		return lo, hi
+	}
+	if key32(b, stride, off, g) <= target {
+		lo = g
+		for w := interpWindow; w <= interpMaxGallop; w *= 2 {
+			p := g + w
+			if p >= hi {
+				break
+			}
+			if key32(b, stride, off, p) > target {
+				return lo, p - 1
+			}
+			lo = p
+		}
+		return lo, hi
+	}
+	hi = g - 1
+	for w := interpWindow; w <= interpMaxGallop; w *= 2 {
+		p := g - w
+		if p <= lo {
 			break
 		}
-		g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
-		if g <= lo || g >= hi {
-			break
+		if key32(b, stride, off, p) <= target {
+			return p, hi
 		}
-		if key32(b, stride, off, g) <= target {
-			lo = g
-			if w := g + interpWindow; w < hi {
-				if key32(b, stride, off, w) > target {
-					return lo, w - 1
-				}
-				lo = w
-			}
-		} else {
-			hi = g - 1
-			if w := g - interpWindow; w > lo {
-				if key32(b, stride, off, w) <= target {
-					return w, hi
-				}
-				hi = w - 1
-			}
-		}
+		hi = p - 1
 	}
 	return lo, hi
 }
 
 // narrow64 shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
-// target by interpolation, keeping key(lo) <= target and the answer in [lo, hi].
+// target: one interpolation guess g, then probes galloping away from g (32, 64, ...
+// up to interpMaxGallop slots) until one lands on the other side of target. It
+// keeps key(lo) <= target and the answer in [lo, hi]; when the keys are far from
+// linear it gives up after a few probes and leaves the rest to the binary search.
 func narrow64(b []byte, stride, off, lo, hi int, target int64) (int, int) {
-	for r := 0; r < interpRounds && hi-lo > 2*interpWindow; r++ {
-		klo, khi := key64(b, stride, off, lo), key64(b, stride, off, hi)
-		if khi <= klo {
+	if hi-lo <= 2*interpWindow {
+		return lo, hi
+	}
+	klo, khi := key64(b, stride, off, lo), key64(b, stride, off, hi)
+	if khi <= klo {
+		return lo, hi
+	}
+	g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
+	if g <= lo || g >= hi {
+		return lo, hi
+	}
+	if key64(b, stride, off, g) <= target {
+		lo = g
+		for w := interpWindow; w <= interpMaxGallop; w *= 2 {
+			p := g + w
+			if p >= hi {
+				break
+			}
+			if key64(b, stride, off, p) > target {
+				return lo, p - 1
+			}
+			lo = p
+		}
+		return lo, hi
+	}
+	hi = g - 1
+	for w := interpWindow; w <= interpMaxGallop; w *= 2 {
+		p := g - w
+		if p <= lo {
 			break
 		}
-		g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
-		if g <= lo || g >= hi {
-			break
+		if key64(b, stride, off, p) <= target {
+			return p, hi
 		}
-		if key64(b, stride, off, g) <= target {
-			lo = g
-			if w := g + interpWindow; w < hi {
-				if key64(b, stride, off, w) > target {
-					return lo, w - 1
-				}
-				lo = w
-			}
-		} else {
-			hi = g - 1
-			if w := g - interpWindow; w > lo {
-				if key64(b, stride, off, w) <= target {
-					return w, hi
-				}
-				hi = w - 1
-			}
-		}
+		hi = p - 1
 	}
 	return lo, hi
 }
