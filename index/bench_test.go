@@ -83,6 +83,18 @@ func BenchmarkOffsetLookup(b *testing.B) {
 					}
 					_ = sink
 				})
+				// The same targets with Kafka's plain warm-section binary search, as a
+				// baseline measured in the same run.
+				b.Run(c.name+"-kafka", func(b *testing.B) {
+					buf, n := ix.s.view()
+					var sink int
+					i := 0
+					for b.Loop() {
+						sink += kafkaFloor32(buf, n, ts[i&(1<<16-1)]-base)
+						i++
+					}
+					_ = sink
+				})
 			}
 		})
 	}
@@ -146,4 +158,30 @@ func BenchmarkOffsetAppend(b *testing.B) {
 			}
 		})
 	}
+}
+
+// kafkaFloor32 is AbstractIndex.indexSlotRangeFor (largest lower bound) without the
+// interpolation step, for the baseline.
+func kafkaFloor32(b []byte, n int, target int64) int {
+	lo, hi := 0, n-1
+	firstHot := max(0, n-1-warmBytes/OffsetEntrySize)
+	if key32(b, 8, 0, firstHot) < target {
+		lo = firstHot
+	} else if key32(b, 8, 0, 0) > target {
+		return -1
+	} else {
+		hi = firstHot
+	}
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		k := key32(b, 8, 0, mid)
+		if k > target {
+			hi = mid - 1
+		} else if k < target {
+			lo = mid
+		} else {
+			return mid
+		}
+	}
+	return lo
 }

@@ -81,12 +81,13 @@
 // Lookups use Kafka's warm-section search (AbstractIndex.indexSlotRangeFor): when
 // the target lies beyond the first of the last 8192 bytes of entries, only that
 // tail is binary-searched, so lookups near the end touch the same few pages. A
-// target in the cold part is first narrowed by one interpolation guess, confirmed
-// by a probe 32 slots away (offsets, positions and timestamps grow roughly linearly
-// with the slot, so this usually leaves a 256- or 384-byte window), and then
+// target in the cold part is first narrowed by one interpolation guess and probes
+// 32 and 64 slots from it (offsets, positions and timestamps grow roughly linearly
+// with the slot, so this usually leaves a window of a few hundred bytes), and then
 // binary-searched as Kafka does. The answers are Kafka's on any valid index (keys
-// are unique there); the guess only saves the page walks of a 20-step search over a
-// full 10 MiB index, and on skewed keys costs two extra probes. On a corrupt
+// are unique there); the guess only saves most of the cache and TLB misses of a
+// 20-step search over a full 10 MiB index, and on skewed keys costs three extra
+// probes. On a corrupt
 // (unsorted) index every search still returns a slot in range. Keys are read
 // big-endian straight from the mapped bytes; lookups and appends do not allocate.
 package index
