@@ -127,11 +127,12 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	err := l.Flush()
-	l.bg.Wait()
 	l.pendingMu.Lock()
 	for s, t := range l.pendingDel {
 		if t.Stop() {
+			delete(l.pendingDel, s)
 			l.finishDelete(s)
+			l.bg.Done()
 		}
 	}
 	l.pendingMu.Unlock()

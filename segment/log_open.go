@@ -50,8 +50,16 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 	}
 	rep := &LoadReport{Dir: dir}
 	l := &Log{dir: dir, o: o, fs: o.FS}
-	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, rep, fmt.Errorf("segment: create %s: %w", dir, err)
+	if _, err := o.FS.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// A new partition directory: make its entry durable in the parent.
+		if err := o.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, rep, fmt.Errorf("segment: create %s: %w", dir, err)
+		}
+		if err := o.FS.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, rep, fmt.Errorf("segment: sync dir %s: %w", filepath.Dir(dir), err)
+		}
+	} else if err != nil {
+		return nil, rep, fmt.Errorf("segment: %w", err)
 	}
 	bases, err := l.prepareFiles(rep)
 	if err != nil {

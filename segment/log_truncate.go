@@ -16,6 +16,10 @@ func (l *Log) TruncateTo(off int64) error {
 	if off >= l.next.Load() {
 		return nil
 	}
+	// No flush may run while the log shrinks: it could record as flushed an
+	// offset that truncation removed.
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	segs := l.segs.Load().segs
 	if off <= segs[0].base || off < l.start.Load() {
 		return l.truncateFully(off)
@@ -54,6 +58,9 @@ func (l *Log) TruncateTo(off int64) error {
 	}
 	end := s.next.Load()
 	l.next.Store(end)
+	if l.start.Load() > end {
+		l.start.Store(end) // the cut batch straddled the log start: nothing is left
+	}
 	if l.flushed.Load() > end {
 		l.flushed.Store(end)
 	}

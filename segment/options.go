@@ -33,7 +33,8 @@ type Options struct {
 	// checked by a background flusher (default: never).
 	FlushMs int64
 	// FileDeleteDelayMs is file.delete.delay.ms: how long files renamed to
-	// .deleted are kept for readers still using them (default 60000).
+	// .deleted are kept for readers still using them (default 60000; negative:
+	// remove at once, Kafka's 0).
 	FileDeleteDelayMs int64
 	// RetentionMs is retention.ms (default 7 days; -1 keeps forever).
 	RetentionMs int64
@@ -136,8 +137,6 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: flush.messages %d must be positive", ErrInvalidConfig, o.FlushMessages)
 	case o.FlushMs < 0:
 		return fmt.Errorf("%w: flush.ms %d must not be negative", ErrInvalidConfig, o.FlushMs)
-	case o.FileDeleteDelayMs < 0:
-		return fmt.Errorf("%w: file.delete.delay.ms %d must not be negative", ErrInvalidConfig, o.FileDeleteDelayMs)
 	case o.RetentionMs < -1:
 		return fmt.Errorf("%w: retention.ms %d must be -1 or more", ErrInvalidConfig, o.RetentionMs)
 	case o.RetentionBytes < -1:
