@@ -1,9 +1,9 @@
 package segment
 
 import (
-	"log/slog"
 	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 

@@ -3,8 +3,8 @@ package segment
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"time"

@@ -34,10 +34,10 @@ type Segment struct {
 	refs  atomic.Int32 // the Log's reference plus one per active reader
 
 	// Writer-only state.
-	offsetOfMaxTs   int64 // last offset of the batch holding maxTs
-	bytesSinceIndex int64 // bytes appended since the last offset index entry
-	rollTs          int64 // max timestamp of the first batch, -1 when none
-	createdMs       int64 // wall clock at creation or open
+	offsetOfMaxTs   int64       // last offset of the batch holding maxTs
+	bytesSinceIndex int64       // bytes appended since the last offset index entry
+	rollTs          int64       // max timestamp of the first batch, -1 when none
+	createdMs       int64       // wall clock at creation or open
 	indexesSynced   atomic.Bool // indexes fsynced since they last changed
 }
 
