@@ -136,19 +136,24 @@ func runBenchLog(c *cli.Context) error {
 	bar := newProgress(c.App.ErrWriter, int64(len(data))*int64(cfg.runs), "bench log")
 	var appendS, appendMB, readS, readMB, limW, limWr, limR []float64
 	for run := 0; run < cfg.runs; run++ {
-		lw, err := limitWrite(cfg, data, ends)
-		if err != nil {
-			return failErr(err)
+		// Alternate which goes first, so neither always meets a colder cache.
+		var lw, as float64
+		for k := 0; k < 2; k++ {
+			if (run+k)%2 == 0 {
+				if lw, err = limitWrite(cfg, data, ends); err != nil {
+					return failErr(err)
+				}
+				continue
+			}
+			if err := clearDir(cfg.dir); err != nil {
+				return failErr(err)
+			}
+			if as, err = appendRun(cfg, data, ends, bar); err != nil {
+				return failErr(err)
+			}
 		}
 		limW = append(limW, mbps(int64(len(data)), lw))
 		limWr = append(limWr, float64(len(ends))/lw)
-		if err := clearDir(cfg.dir); err != nil {
-			return failErr(err)
-		}
-		as, err := appendRun(cfg, data, ends, bar)
-		if err != nil {
-			return failErr(err)
-		}
 		appendS = append(appendS, as)
 		appendMB = append(appendMB, mbps(int64(len(data)), as))
 		lr, n, err := limitReadCRC(cfg.dir)
