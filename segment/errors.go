@@ -23,6 +23,10 @@ var (
 	ErrOffsetMismatch = errors.New("segment: appended offsets do not continue the log")
 	// ErrTooLarge: a batch larger than segment.bytes can never be stored.
 	ErrTooLarge = errors.New("segment: batch larger than segment.bytes")
+	// ErrSegmentsChanged: ReplaceSegments found the segments to replace no longer
+	// in the list (deleted or truncated meanwhile), or asked to replace the
+	// active segment.
+	ErrSegmentsChanged = errors.New("segment: segments changed during cleaning")
 )
 
 // isCorruption reports whether err comes from bad bytes on disk (log or index)
