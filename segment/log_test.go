@@ -224,9 +224,11 @@ func TestFlushMessages(t *testing.T) {
 // TestRetentionByTime deletes expired segments, never the last unexpired one,
 // and rolls when every segment expired.
 func TestRetentionByTime(t *testing.T) {
-	now := int64(1_000_000)
+	var clock atomic.Int64 // read by background flushes
+	clock.Store(1_000_000)
+	now := clock.Load()
 	l, err := Open(t.TempDir(), &Options{SegmentBytes: 300, RetentionMs: 1000, FileDeleteDelayMs: -1,
-		Now: func() int64 { return now }, Logger: quiet})
+		Now: clock.Load, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +251,7 @@ func TestRetentionByTime(t *testing.T) {
 	if n == 0 || len(l.Segments()) >= before {
 		t.Fatalf("deleted %d of %d segments", n, before)
 	}
-	now += 100_000 // everything expires: the log rolls and keeps an empty segment
+	clock.Add(100_000) // everything expires: the log rolls and keeps an empty segment
 	if _, err := l.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,38 @@
+// Package segment implements Kafka's partition log: a directory of segments, each
+// a `%020d.log` file of record batches (magic 2 written; v0/v1 read) named after
+// its base offset, with a sparse offset index (`.index`) and time index
+// (`.timeindex`) beside it, byte-compatible with Apache Kafka.
+//
+// # Log
+//
+// A Log appends to its last (active) segment and rolls to a new one on
+// segment.bytes, segment.ms, a full index, or an offset that would not fit the
+// index's 32-bit relative offsets. Append assigns offsets by patching each
+// batch's base offset in place (the CRC does not cover it); AppendAssigned keeps
+// offsets already assigned (replicas, copies). Appends write the caller's bytes
+// with one positional write and allocate nothing.
+//
+// Readers never take the writer's lock: the segment list is an immutable slice
+// replaced copy-on-write (an atomic pointer), and a reader reference-counts the
+// segment it reads. Log.Read returns a Region (file, position, length) from the
+// batch holding the offset, at least one whole batch, so the broker can send it
+// with sendfile. Deleted segments are renamed `.deleted` at once and removed after
+// file.delete.delay.ms; a reader holding one keeps its open file until Release.
+//
+// # Durability
+//
+// As in Kafka, appends go to the page cache and nothing is fsynced unless
+// flush.messages or flush.ms say so (or the caller calls Flush/FlushTo). Flushes
+// are grouped: concurrent callers share one fdatasync of the log files, and
+// FlushedOffset (the recovery point) only moves after it. Indexes are synced when
+// a segment rolls; recovery rebuilds them above the recovery point.
+//
+// # Loading
+//
+// Open follows Kafka's LogLoader: leftover .deleted and .cleaned files are
+// removed, .swap files finished or dropped; segments from the one holding the
+// recovery point are scanned batch by batch (framing, magic, size, CRC, offset
+// order), their indexes rebuilt, and the log cut at the first invalid batch, with
+// every later segment removed. Below the recovery point the indexes are checked
+// against the log and rebuilt when they disagree.
+package segment
