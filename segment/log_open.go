@@ -9,22 +9,39 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stratalog/strata/index"
 	"github.com/stratalog/strata/internal/vfs"
 )
 
-// LoadReport says what opening a log found and did.
+// LoadReport says what opening a log found and did (or, from Inspect, would do).
 type LoadReport struct {
-	Dir              string
-	Segments         int
-	SegmentsScanned  int
-	BytesScanned     int64
-	BytesTruncated   int64
-	SegmentsRemoved  int      // segments after a truncation point, deleted
-	IndexesRebuilt   int      // indexes found bad below the recovery point
-	Truncations      []string // each cut: file, position, reason
-	TempFilesRemoved []string // .deleted / .cleaned / stray swap and index files
-	SwapsCompleted   []string
-	Duration         time.Duration
+	Dir              string        `json:"dir"`
+	Segments         int           `json:"segments"`
+	SegmentsScanned  int           `json:"segments_scanned"`
+	BatchesScanned   int           `json:"batches_scanned"`
+	BytesScanned     int64         `json:"bytes_scanned"`
+	BytesTruncated   int64         `json:"bytes_truncated"`
+	SegmentsRemoved  int           `json:"segments_removed"`             // segments after a truncation point, deleted
+	IndexesRebuilt   int           `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
+	Truncations      []string      `json:"-"`                            // each cut as text: file, position, reason
+	Cuts             []Cut         `json:"truncations,omitempty"`        // each cut, structured
+	TempFilesRemoved []string      `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
+	SwapsCompleted   []string      `json:"swaps_completed,omitempty"`
+	LogEndOffset     int64         `json:"log_end_offset"`
+	Duration         time.Duration `json:"duration_ns"`
+}
+
+// Cut is one truncation made by recovery: the bytes of File from Position on
+// were dropped. FirstOffset is the first offset lost (the log end after the cut);
+// EndOffset is one past the last offset the dropped entries' headers claim (-1
+// when no header could be read), an upper bound given without checking CRCs.
+type Cut struct {
+	File        string `json:"file"`
+	Position    int64  `json:"position"`
+	FirstOffset int64  `json:"first_offset"`
+	EndOffset   int64  `json:"end_offset"`
+	Bytes       int64  `json:"bytes"`
+	Reason      string `json:"reason"`
 }
 
 // Open opens (creating if needed) the partition directory dir.
@@ -34,8 +51,8 @@ type LoadReport struct {
 // holding opts.RecoveryPoint on is scanned (framing, magic, size, CRC, offset
 // order), its indexes rebuilt and its .log cut at the first invalid entry, and the
 // segments after a cut are removed. Segments below the recovery point are trusted
-// but their indexes are checked against the log and rebuilt when bad. With
-// opts.CleanShutdown nothing is scanned.
+// but their indexes are checked against the log and rebuilt when bad or missing.
+// With opts.CleanShutdown nothing is scanned.
 func Open(dir string, opts *Options) (*Log, error) {
 	l, _, err := OpenWithReport(dir, opts)
 	return l, err
@@ -61,72 +78,44 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 	} else if err != nil {
 		return nil, rep, fmt.Errorf("segment: %w", err)
 	}
-	bases, err := l.prepareFiles(rep)
+	plan, err := planFiles(o.FS, dir, rep)
 	if err != nil {
 		return nil, rep, err
 	}
-	segs := make([]*Segment, 0, len(bases))
+	if err := plan.apply(o.FS, dir); err != nil {
+		return nil, rep, err
+	}
+	segs := make([]*Segment, 0, len(plan.bases))
 	fail := func(err error) (*Log, *LoadReport, error) {
 		for _, s := range segs {
 			s.closeFiles()
 		}
 		return nil, rep, err
 	}
-	for _, b := range bases {
+	for _, b := range plan.bases {
 		s, err := openSegment(l.fs, dir, b, o, true)
+		if err != nil && index.IsCorruption(err) {
+			// An index file that cannot even be opened (length not a multiple of
+			// its entry size): start it afresh and rebuild it from the log.
+			o.Logger.Warn("replacing unreadable index", "dir", dir, "base", b, "err", err)
+			for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+				if rerr := l.fs.Remove(FilePath(dir, b, suf)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					return fail(fmt.Errorf("segment: remove %s: %w", FilePath(dir, b, suf), rerr))
+				}
+			}
+			plan.missingIndex[b] = true
+			s, err = openSegment(l.fs, dir, b, o, true)
+		}
 		if err != nil {
 			return fail(err)
 		}
 		segs = append(segs, s)
 	}
-	first := 0
-	if !o.CleanShutdown {
-		first = locate(segs, o.RecoveryPoint)
+	kept, err := loadSegments(segs, o, rep, plan.missingIndex, true)
+	if err != nil {
+		return fail(err)
 	}
-	for i := 0; i < len(segs); i++ {
-		s := segs[i]
-		if i < first || o.CleanShutdown {
-			err := s.loadTail()
-			if err == nil {
-				err = s.checkIndexes()
-			}
-			if err == nil {
-				continue
-			}
-			if !isRecoverable(err) {
-				return fail(err)
-			}
-			o.Logger.Warn("rebuilding segment indexes", "dir", dir, "base", s.base, "reason", err)
-			rep.IndexesRebuilt++
-		}
-		res, err := s.recover(true)
-		if err != nil {
-			return fail(err)
-		}
-		rep.SegmentsScanned++
-		rep.BytesScanned += res.ValidBytes + res.TruncatedBytes
-		if res.TruncatedBytes == 0 {
-			continue
-		}
-		rep.BytesTruncated += res.TruncatedBytes
-		rep.Truncations = append(rep.Truncations, fmt.Sprintf("%s: cut at byte %d, %d bytes dropped: %v",
-			s.Path(LogSuffix), res.ValidBytes, res.TruncatedBytes, res.Err))
-		o.Logger.Warn("truncated corrupt segment tail", "file", s.Path(LogSuffix), "position", res.ValidBytes,
-			"bytes", res.TruncatedBytes, "err", res.Err)
-		for _, later := range segs[i+1:] {
-			rep.BytesTruncated += later.Size()
-			rep.Truncations = append(rep.Truncations, fmt.Sprintf("%s: removed, %d bytes, after the cut in %s",
-				later.Path(LogSuffix), later.Size(), s.Path(LogSuffix)))
-			later.closeFiles()
-			if err := later.removeAll(""); err != nil {
-				segs = segs[:i+1]
-				return fail(err)
-			}
-			rep.SegmentsRemoved++
-		}
-		segs = segs[:i+1]
-		break
-	}
+	segs = segs[:kept]
 	if len(segs) > 0 && o.LogStartOffset > segs[len(segs)-1].next.Load() {
 		// The files end below the checkpointed log start (removed by hand): start
 		// over there, as Kafka does.
@@ -172,8 +161,100 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 		go l.runFlusher()
 	}
 	rep.Segments = len(segs)
+	rep.LogEndOffset = end
 	rep.Duration = time.Since(t0)
 	return l, rep, nil
+}
+
+// loadSegments applies Kafka's load rules to the opened segments, oldest first:
+// segments below the recovery point (all of them after a clean shutdown) are
+// trusted, their tails walked and their indexes checked (rebuilt when bad or
+// missing); from the segment holding the recovery point on, every entry is
+// scanned and the log cut at the first invalid one, and the segments after a cut
+// are dropped. It returns how many segments remain. With writable false nothing
+// is changed on disk: the report says what would be done.
+func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map[int64]bool, writable bool) (int, error) {
+	first := 0
+	if !o.CleanShutdown {
+		first = locate(segs, o.RecoveryPoint)
+	}
+	for i := 0; i < len(segs); i++ {
+		s := segs[i]
+		if i < first || o.CleanShutdown {
+			var err error
+			if missingIndex[s.base] {
+				err = fmt.Errorf("%w: %s: index file missing", errIndexMismatch, s.Path(IndexSuffix))
+			} else if err = s.loadTail(); err == nil {
+				err = s.checkIndexes()
+			}
+			if err == nil {
+				continue
+			}
+			if !isRecoverable(err) {
+				return 0, err
+			}
+			o.Logger.Warn("rebuilding segment indexes", "dir", s.dir, "base", s.base, "reason", err)
+			rep.IndexesRebuilt++
+		}
+		res, err := s.recover(writable)
+		if err != nil {
+			return 0, err
+		}
+		rep.SegmentsScanned++
+		rep.BatchesScanned += res.Batches
+		rep.BytesScanned += res.ValidBytes + res.TruncatedBytes
+		if res.TruncatedBytes == 0 {
+			continue
+		}
+		rep.BytesTruncated += res.TruncatedBytes
+		rep.Truncations = append(rep.Truncations, fmt.Sprintf("%s: cut at byte %d, %d bytes dropped: %v",
+			s.Path(LogSuffix), res.ValidBytes, res.TruncatedBytes, res.Err))
+		rep.Cuts = append(rep.Cuts, Cut{File: s.Path(LogSuffix), Position: res.ValidBytes, FirstOffset: s.next.Load(),
+			EndOffset: res.DroppedEnd, Bytes: res.TruncatedBytes, Reason: errString(res.Err)})
+		o.Logger.Warn("truncated corrupt segment tail", "file", s.Path(LogSuffix), "position", res.ValidBytes,
+			"bytes", res.TruncatedBytes, "err", res.Err)
+		for _, later := range segs[i+1:] {
+			rep.BytesTruncated += later.Size()
+			rep.Truncations = append(rep.Truncations, fmt.Sprintf("%s: removed, %d bytes, after the cut in %s",
+				later.Path(LogSuffix), later.Size(), s.Path(LogSuffix)))
+			rep.Cuts = append(rep.Cuts, Cut{File: later.Path(LogSuffix), Position: 0, FirstOffset: later.base,
+				EndOffset: headerEnd(later.log, 0, later.Size()), Bytes: later.Size(), Reason: "segment after a cut"})
+			if writable {
+				later.closeFiles()
+				if err := later.removeAll(""); err != nil {
+					return 0, err
+				}
+			}
+			rep.SegmentsRemoved++
+		}
+		return i + 1, nil
+	}
+	return len(segs), nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// headerEnd walks entry headers of f in [pos, size) without checking CRCs and
+// returns one past the largest last offset they claim, or -1 when none reads.
+func headerEnd(f vfs.File, pos, size int64) int64 {
+	r := headerReaders.Get().(*headerReader)
+	defer headerReaders.Put(r)
+	r.fileSize, r.n, r.start = size, 0, 0
+	end := int64(-1)
+	for pos < size {
+		h, err := r.header(f, pos)
+		if err != nil {
+			break
+		}
+		end = max(end, h.LastOffset+1)
+		pos += h.TotalSize()
+	}
+	return end
 }
 
 // isRecoverable tells corruption (rebuild from the log) from I/O failure.
@@ -181,13 +262,28 @@ func isRecoverable(err error) bool {
 	return !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && (isCorruption(err) || errors.Is(err, errIndexMismatch))
 }
 
-// prepareFiles lists the directory, removes temporary leftovers and finishes or
-// drops swaps as Kafka's loader does, and returns the segment base offsets.
-func (l *Log) prepareFiles(rep *LoadReport) ([]int64, error) {
-	names, err := l.fs.ReadDir(l.dir)
+// filePlan is what loading does to a partition directory's files before it opens
+// the segments: temporary leftovers to remove, swaps to finish, and the segments
+// that result.
+type filePlan struct {
+	remove       []string          // file names to remove, in order
+	orphans      []string          // index files without a log, removed after the renames
+	renames      [][2]string       // swap file name -> final name, after the removals
+	bases        []int64           // segment base offsets after the plan, sorted
+	current      map[string]string // final name -> name now (differs for swaps)
+	swapped      bool
+	missingIndex map[int64]bool // segments whose offset or time index file is missing
+}
+
+// planFiles lists the directory and decides, as Kafka's loader does, which
+// leftovers go and which swaps are finished; it changes nothing. Removals and
+// swaps are recorded in rep.
+func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
+	names, err := fsys.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("segment: list %s: %w", l.dir, err)
+		return nil, fmt.Errorf("segment: list %s: %w", dir, err)
 	}
+	p := &filePlan{current: map[string]string{}, missingIndex: map[int64]bool{}}
 	var files []dirFile
 	minCleaned := int64(1<<63 - 1)
 	for _, n := range names {
@@ -196,33 +292,24 @@ func (l *Log) prepareFiles(rep *LoadReport) ([]int64, error) {
 			continue
 		}
 		files = append(files, dirFile{b, suf, n})
-		if len(suf) > len(CleanedSuffix) && suf[len(suf)-len(CleanedSuffix):] == CleanedSuffix && b < minCleaned {
+		if hasTemp(suf, CleanedSuffix) && b < minCleaned {
 			minCleaned = b
 		}
 	}
-	remove := func(f dirFile, why string) error {
-		if err := l.fs.Remove(filepath.Join(l.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("segment: remove %s: %w", f.name, err)
-		}
+	remove := func(f dirFile, why string) {
+		p.remove = append(p.remove, f.name)
 		rep.TempFilesRemoved = append(rep.TempFilesRemoved, f.name+" ("+why+")")
-		return nil
 	}
 	var kept []dirFile
 	swapBases := map[int64]bool{}
 	for _, f := range files {
 		switch {
 		case hasTemp(f.suffix, DeletedSuffix):
-			if err := remove(f, "pending deletion"); err != nil {
-				return nil, err
-			}
+			remove(f, "pending deletion")
 		case hasTemp(f.suffix, CleanedSuffix):
-			if err := remove(f, "unfinished cleaning output"); err != nil {
-				return nil, err
-			}
+			remove(f, "unfinished cleaning output")
 		case hasTemp(f.suffix, SwapSuffix) && f.base >= minCleaned:
-			if err := remove(f, "swap of an unfinished operation"); err != nil {
-				return nil, err
-			}
+			remove(f, "swap of an unfinished operation")
 		default:
 			if hasTemp(f.suffix, SwapSuffix) && baseSuffix(f.suffix) == LogSuffix {
 				swapBases[f.base] = true
@@ -231,32 +318,97 @@ func (l *Log) prepareFiles(rep *LoadReport) ([]int64, error) {
 		}
 	}
 	if len(swapBases) > 0 {
-		var err error
-		if kept, err = l.completeSwaps(kept, swapBases, rep); err != nil {
-			return nil, err
+		// Roll the swaps forward (Kafka's LogLoader, steps 2-3): the old files in
+		// the swapped offset range go and the .swap suffixes are dropped.
+		minBase, maxNext := int64(1<<63-1), int64(-1)
+		for b := range swapBases {
+			next, err := nextOffsetOf(fsys, FilePath(dir, b, LogSuffix+SwapSuffix), b)
+			if err != nil {
+				return nil, err
+			}
+			minBase = min(minBase, b)
+			maxNext = max(maxNext, next)
 		}
+		var out []dirFile
+		for _, f := range kept {
+			if !hasTemp(f.suffix, SwapSuffix) && f.base >= minBase && f.base < maxNext {
+				p.remove = append(p.remove, f.name)
+				rep.TempFilesRemoved = append(rep.TempFilesRemoved, f.name+" (replaced by a swap)")
+				continue
+			}
+			out = append(out, f)
+		}
+		for i, f := range out {
+			if !hasTemp(f.suffix, SwapSuffix) {
+				continue
+			}
+			final := f.name[:len(f.name)-len(SwapSuffix)]
+			p.renames = append(p.renames, [2]string{f.name, final})
+			rep.SwapsCompleted = append(rep.SwapsCompleted, f.name)
+			out[i] = dirFile{f.base, f.suffix[:len(f.suffix)-len(SwapSuffix)], final}
+			p.current[final] = f.name
+		}
+		kept = out
+		p.swapped = true
 	}
 	logs := map[int64]bool{}
+	present := map[string]bool{}
 	for _, f := range kept {
+		present[f.name] = true
 		if f.suffix == LogSuffix {
 			logs[f.base] = true
 		}
 	}
-	var bases []int64
 	for _, f := range kept {
 		switch f.suffix {
 		case LogSuffix:
-			bases = append(bases, f.base)
+			p.bases = append(p.bases, f.base)
+			if !present[FileName(f.base, IndexSuffix)] || !present[FileName(f.base, TimeIndexSuffix)] {
+				p.missingIndex[f.base] = true
+			}
 		case IndexSuffix, TimeIndexSuffix, TxnIndexSuffix:
 			if !logs[f.base] {
-				if err := remove(f, "index without a log"); err != nil {
-					return nil, err
-				}
+				p.orphans = append(p.orphans, f.name)
+				rep.TempFilesRemoved = append(rep.TempFilesRemoved, f.name+" (index without a log)")
 			}
 		}
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, nil
+	sort.Slice(p.bases, func(i, j int) bool { return p.bases[i] < p.bases[j] })
+	return p, nil
+}
+
+// apply carries the plan out: removals, then swap renames, then orphan indexes,
+// then a directory sync when swaps were finished.
+func (p *filePlan) apply(fsys vfs.FS, dir string) error {
+	for _, n := range p.remove {
+		if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("segment: remove %s: %w", n, err)
+		}
+	}
+	for _, r := range p.renames {
+		if err := fsys.Rename(filepath.Join(dir, r[0]), filepath.Join(dir, r[1])); err != nil {
+			return fmt.Errorf("segment: finish swap %s: %w", r[0], err)
+		}
+	}
+	for _, n := range p.orphans {
+		if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("segment: remove %s: %w", n, err)
+		}
+	}
+	if p.swapped {
+		if err := fsys.SyncDir(dir); err != nil {
+			return fmt.Errorf("segment: sync dir %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// path returns where the file that will be called final is now.
+func (p *filePlan) path(dir, final string) string {
+	if n, ok := p.current[final]; ok {
+		return filepath.Join(dir, n)
+	}
+	return filepath.Join(dir, final)
 }
 
 func hasTemp(suffix, temp string) bool {
@@ -268,48 +420,6 @@ type dirFile struct {
 	base   int64
 	suffix string
 	name   string
-}
-
-// completeSwaps rolls forward swaps whose .cleaned files were all renamed: the
-// old files in the swapped offset range are removed and the .swap suffixes
-// dropped (Kafka's LogLoader, steps 2-3).
-func (l *Log) completeSwaps(files []dirFile, swapBases map[int64]bool, rep *LoadReport) ([]dirFile, error) {
-	minBase, maxNext := int64(1<<63-1), int64(-1)
-	for b := range swapBases {
-		name := FilePath(l.dir, b, LogSuffix+SwapSuffix)
-		next, err := nextOffsetOf(l.fs, name, b)
-		if err != nil {
-			return nil, err
-		}
-		minBase = min(minBase, b)
-		maxNext = max(maxNext, next)
-	}
-	var out []dirFile
-	for _, f := range files {
-		if !hasTemp(f.suffix, SwapSuffix) && f.base >= minBase && f.base < maxNext {
-			if err := l.fs.Remove(filepath.Join(l.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("segment: remove replaced %s: %w", f.name, err)
-			}
-			rep.TempFilesRemoved = append(rep.TempFilesRemoved, f.name+" (replaced by a swap)")
-			continue
-		}
-		out = append(out, f)
-	}
-	for i, f := range out {
-		if !hasTemp(f.suffix, SwapSuffix) {
-			continue
-		}
-		final := f.name[:len(f.name)-len(SwapSuffix)]
-		if err := l.fs.Rename(filepath.Join(l.dir, f.name), filepath.Join(l.dir, final)); err != nil {
-			return nil, fmt.Errorf("segment: finish swap %s: %w", f.name, err)
-		}
-		rep.SwapsCompleted = append(rep.SwapsCompleted, f.name)
-		out[i] = dirFile{f.base, f.suffix[:len(f.suffix)-len(SwapSuffix)], final}
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return nil, fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
-	}
-	return out, nil
 }
 
 // nextOffsetOf walks the entry headers of a .log file (no CRC check) and returns

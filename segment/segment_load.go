@@ -75,6 +75,9 @@ type RecoverResult struct {
 	Batches        int
 	ValidBytes     int64
 	TruncatedBytes int64
+	// DroppedEnd is one past the last offset the dropped bytes' entry headers
+	// claim, read before the cut without CRC checks (-1 when none reads).
+	DroppedEnd int64
 	// Err is the corruption that ended the scan early (nil when the whole file
 	// was valid). Its position is where the file was cut.
 	Err error
@@ -141,6 +144,9 @@ func (s *Segment) recover(writable bool) (RecoverResult, error) {
 	res.TruncatedBytes = fileSize - res.ValidBytes
 	if res.TruncatedBytes > 0 && res.Err == nil {
 		res.Err = fmt.Errorf("%s: %w", s.Path(LogSuffix), record.Corrupt(record.ErrTruncated, res.ValidBytes, next, "%d trailing bytes", res.TruncatedBytes))
+	}
+	if res.TruncatedBytes > 0 {
+		res.DroppedEnd = headerEnd(s.log, res.ValidBytes, fileSize)
 	}
 	if res.TruncatedBytes > 0 && writable {
 		if err := s.log.Truncate(res.ValidBytes); err != nil {
