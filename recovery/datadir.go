@@ -1,0 +1,341 @@
+package recovery
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stratalog/strata/internal/checkpoint"
+	"github.com/stratalog/strata/internal/fsutil"
+	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/segment"
+)
+
+// TopicPartition names a partition.
+type TopicPartition = checkpoint.TopicPartition
+
+// DataDir is an open data directory: the logs of its partitions.
+type DataDir struct {
+	dir    string
+	o      *Options
+	unlock func() error
+
+	mu     sync.Mutex // guards logs and closed; serializes checkpoint writes
+	logs   map[TopicPartition]*segment.Log
+	closed bool
+}
+
+// partition is one partition directory found in the data directory.
+type partition struct {
+	tp  TopicPartition
+	dir string
+}
+
+// OpenDataDir opens the data directory dir as Kafka's LogManager does at start
+// (see the package doc) and returns it with a report of what recovery did.
+func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
+	t0 := time.Now()
+	o := opts.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	rep := &Report{Dir: dir}
+	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, rep, fmt.Errorf("recovery: create %s: %w", dir, err)
+	}
+	d := &DataDir{dir: dir, o: o, logs: map[TopicPartition]*segment.Log{}}
+	if o.Lock != nil {
+		unlock, err := o.Lock(dir)
+		if err != nil {
+			if errors.Is(err, vfs.ErrLocked) {
+				return nil, rep, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+			}
+			return nil, rep, fmt.Errorf("recovery: lock %s: %w", dir, err)
+		}
+		d.unlock = unlock
+	}
+	fail := func(err error) (*DataDir, *Report, error) {
+		d.mu.Lock()
+		for _, l := range d.logs {
+			_ = l.Close()
+		}
+		d.mu.Unlock()
+		if d.unlock != nil {
+			_ = d.unlock()
+		}
+		rep.sum()
+		return nil, rep, err
+	}
+	clean, err := takeMarker(o.FS, dir)
+	if err != nil {
+		return fail(err)
+	}
+	rep.CleanShutdown = clean
+	rps, lsos := readCheckpoints(o, dir, rep)
+	parts, err := listPartitions(o.FS, dir)
+	if err != nil {
+		return fail(err)
+	}
+	rep.Partitions = make([]PartitionReport, len(parts))
+	err = forEach(len(parts), o.RecoveryThreads, func(i int) error {
+		p := parts[i]
+		pr := &rep.Partitions[i]
+		*pr = PartitionReport{Topic: p.tp.Topic, Partition: p.tp.Partition, Dir: p.dir,
+			RecoveryPoint: rps[p.tp], LogStartOffset: lsos[p.tp]}
+		t := time.Now()
+		so := o.segmentOptions(p.tp.Topic)
+		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], clean
+		l, lr, err := segment.OpenWithReport(p.dir, &so)
+		if lr != nil {
+			partitionReport(pr, lr)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
+		}
+		d.mu.Lock()
+		d.logs[p.tp] = l
+		d.mu.Unlock()
+		if !clean {
+			trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
+			pr.SideFilesTrimmed = trimmed
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
+			}
+		}
+		pr.Duration = time.Since(t)
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	rep.sum()
+	rep.Duration = time.Since(t0)
+	o.Logger.Info("data directory loaded", "dir", dir, "partitions", len(parts), "clean_shutdown", clean,
+		"bytes_scanned", rep.Totals.BytesScanned, "bytes_truncated", rep.Totals.BytesTruncated, "duration", rep.Duration)
+	return d, rep, nil
+}
+
+// takeMarker reports whether the clean-shutdown marker exists and removes it
+// durably, so that a crash from here on is an unclean shutdown.
+func takeMarker(fsys vfs.FS, dir string) (bool, error) {
+	path := filepath.Join(dir, CleanShutdownFile)
+	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("recovery: %w", err)
+	}
+	if err := fsys.Remove(path); err != nil {
+		return false, fmt.Errorf("recovery: remove %s: %w", path, err)
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return false, fmt.Errorf("recovery: sync dir %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// readCheckpoints reads the recovery-point and log-start-offset checkpoints; an
+// unreadable one is logged and treated as empty.
+func readCheckpoints(o *Options, dir string, rep *Report) (rps, lsos map[TopicPartition]int64) {
+	read := func(name string) map[TopicPartition]int64 {
+		path := filepath.Join(dir, name)
+		m, err := checkpoint.ReadOffsets(o.FS, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return map[TopicPartition]int64{}
+		}
+		if err != nil {
+			o.Logger.Error("unreadable checkpoint, treating it as empty (partitions will be recovered in full)",
+				"file", path, "err", err)
+			rep.CheckpointErrors = append(rep.CheckpointErrors, fmt.Sprintf("%s: %v", path, err))
+			return map[TopicPartition]int64{}
+		}
+		return m
+	}
+	return read(checkpoint.RecoveryPointFile), read(checkpoint.LogStartOffsetFile)
+}
+
+// listPartitions returns the live partition directories of dir, sorted.
+func listPartitions(fsys vfs.FS, dir string) ([]partition, error) {
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("recovery: list %s: %w", dir, err)
+	}
+	var out []partition
+	for _, n := range names {
+		tp, ok := ParsePartitionDir(n)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, n)
+		st, err := fsys.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("recovery: %w", err)
+		}
+		if !st.IsDir() {
+			continue
+		}
+		out = append(out, partition{tp, path})
+	}
+	slices.SortFunc(out, func(a, b partition) int {
+		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
+	})
+	return out, nil
+}
+
+// forEach runs f(0..n-1) on workers goroutines and returns the first error;
+// after an error no new items start.
+func forEach(n, workers int, f func(i int) error) error {
+	var (
+		mu    sync.Mutex
+		next  int
+		first error
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if first != nil || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// Dir is the data directory.
+func (d *DataDir) Dir() string { return d.dir }
+
+// Log returns the log of tp, or nil.
+func (d *DataDir) Log(tp TopicPartition) *segment.Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs[tp]
+}
+
+// Logs returns a copy of the partition to log map.
+func (d *DataDir) Logs() map[TopicPartition]*segment.Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := make(map[TopicPartition]*segment.Log, len(d.logs))
+	for tp, l := range d.logs {
+		m[tp] = l
+	}
+	return m
+}
+
+// AddLog registers a log created after opening (a new partition), so that
+// checkpoints and shutdown cover it. Its directory must be PartitionDir(tp).
+func (d *DataDir) AddLog(tp TopicPartition, l *segment.Log) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	d.logs[tp] = l
+	return nil
+}
+
+// PartitionDir is the directory of tp's log in this data directory.
+func (d *DataDir) PartitionDir(tp TopicPartition) string {
+	return filepath.Join(d.dir, tp.Topic+"-"+strconv.Itoa(int(tp.Partition)))
+}
+
+// WriteCheckpoints writes the recovery-point checkpoint (every log's flushed
+// offset) and the log-start-offset checkpoint (logs whose start is above their
+// first segment's base), durably.
+func (d *DataDir) WriteCheckpoints() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	return d.writeCheckpoints()
+}
+
+func (d *DataDir) writeCheckpoints() error {
+	rps := make(map[TopicPartition]int64, len(d.logs))
+	lsos := map[TopicPartition]int64{}
+	for tp, l := range d.logs {
+		rps[tp] = l.FlushedOffset()
+		if segs := l.Segments(); len(segs) > 0 && l.LogStartOffset() > segs[0].Base() {
+			lsos[tp] = l.LogStartOffset()
+		}
+	}
+	if err := checkpoint.WriteOffsets(d.o.FS, filepath.Join(d.dir, checkpoint.RecoveryPointFile), rps); err != nil {
+		return fmt.Errorf("recovery: write %s: %w", checkpoint.RecoveryPointFile, err)
+	}
+	if err := checkpoint.WriteOffsets(d.o.FS, filepath.Join(d.dir, checkpoint.LogStartOffsetFile), lsos); err != nil {
+		return fmt.Errorf("recovery: write %s: %w", checkpoint.LogStartOffsetFile, err)
+	}
+	return nil
+}
+
+// Shutdown is Close.
+func (d *DataDir) Shutdown() error { return d.Close() }
+
+// Close shuts the data directory down cleanly: every log is flushed and closed,
+// both checkpoints are written, then the clean-shutdown marker, and the lock is
+// released. If any step fails the marker is not written (the next open scans).
+func (d *DataDir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	d.closed = true
+	logs := make([]*segment.Log, 0, len(d.logs))
+	for _, l := range d.logs {
+		logs = append(logs, l)
+	}
+	errs := make([]error, len(logs))
+	_ = forEach(len(logs), d.o.RecoveryThreads, func(i int) error {
+		errs[i] = logs[i].Close()
+		return nil
+	})
+	err := errors.Join(errs...)
+	if err == nil {
+		err = d.writeCheckpoints()
+	}
+	if err == nil {
+		err = writeMarker(d.o.FS, d.dir, d.o.BrokerEpoch)
+	}
+	if d.unlock != nil {
+		if uerr := d.unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("recovery: unlock %s: %w", d.dir, uerr)
+		}
+	}
+	return err
+}
+
+// writeMarker durably writes the clean-shutdown marker.
+func writeMarker(fsys vfs.FS, dir string, brokerEpoch int64) error {
+	var data []byte
+	if brokerEpoch >= 0 {
+		data = fmt.Appendf(nil, `{"version":0,"brokerEpoch":%d}`, brokerEpoch)
+	}
+	if err := fsutil.WriteFileAtomic(fsys, filepath.Join(dir, CleanShutdownFile), data); err != nil {
+		return fmt.Errorf("recovery: write %s: %w", CleanShutdownFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package recovery opens a Kafka data directory (one entry of log.dirs) the way
+// Kafka's LogManager does at broker start, and closes it the way a clean
+// shutdown does.
+//
+// OpenDataDir, in order:
+//
+//  1. Locks the directory (<dir>/.lock, an OFD lock that also keeps a Kafka
+//     broker out) on the OS filesystem.
+//  2. Reads recovery-point-offset-checkpoint and log-start-offset-checkpoint. A
+//     missing file is empty; an unreadable or malformed one is logged, recorded in
+//     the report and treated as empty, so every partition is scanned in full (as
+//     Kafka does).
+//  3. Notes whether .kafka_cleanshutdown exists and deletes it durably (remove,
+//     then fsync the directory) before loading anything, so a crash while loading
+//     makes the next start unclean (KAFKA-10471).
+//  4. Loads every partition directory (<topic>-<partition>; directories ending in
+//     -delete, -future or -stray and other names are skipped) in parallel with
+//     num.recovery.threads.per.data.dir workers (default 2, Kafka 4.0), each with
+//     segment.OpenWithReport given its recovery point (0 when the partition is
+//     missing from the checkpoint: a full scan), log start offset and whether the
+//     shutdown was clean. Per partition that removes .deleted/.cleaned leftovers,
+//     finishes or drops .swap files, scans from the segment holding the recovery
+//     point, cuts the log at the first invalid entry and drops later segments,
+//     and rebuilds bad or missing indexes below the recovery point.
+//  5. After an unclean start, trims what lies past each log's new end, as Kafka's
+//     loader does: producer snapshots named above it are removed, aborted
+//     transactions whose lastOffset is at or past it are dropped from the
+//     .txnindex files, and leader-epoch-checkpoint entries starting at or past it
+//     are dropped.
+//
+// DataDir.Close (Shutdown) flushes and closes every log, writes both checkpoints
+// (recovery point = the flushed offset; log start only where it is above the
+// first segment's base), writes the clean-shutdown marker
+// ({"version":0,"brokerEpoch":N}) and unlocks. WriteCheckpoints is the periodic
+// checkpoint (log.flush.offset.checkpoint.interval.ms).
+//
+// Inspect does the same checks read-only, for strata recover --dry-run: it opens
+// nothing for writing, and reports what OpenDataDir would cut, rebuild, remove
+// and rename.
+//
+// Where we differ from Kafka: segments after a cut are removed at once rather
+// than renamed .deleted for asynchronous deletion; producer state is not rebuilt
+// (the broker owns it), so no producer snapshot is taken after recovery; index
+// files are rebuilt in place; a partition that fails to load with an I/O error
+// fails OpenDataDir instead of taking the directory offline; the clean-shutdown
+// marker is written even for a data directory with no partitions.
+package recovery
