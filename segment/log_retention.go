@@ -65,10 +65,19 @@ func (l *Log) deleteCounting(n int, reason string) (int, error) {
 	return l.deleteOldest(n, reason)
 }
 
-// largestTimestamp is the segment's max timestamp, or its file's mtime.
+// largestTimestamp is the segment's max timestamp, or its file's mtime when it
+// has none. A max timestamp later than the file's last modification (a record
+// stamped in the future) is capped at that mtime: otherwise one such record
+// would pin its segment, and every later one, until the wall clock caught up.
 func (s *Segment) largestTimestamp() int64 {
-	if ts := s.maxTs.Load(); ts >= 0 {
-		return ts
+	ts := s.maxTs.Load()
+	if ts < 0 {
+		return s.createdMs
 	}
-	return s.createdMs
+	if st, err := s.log.Stat(); err == nil {
+		if m := st.ModTime().UnixMilli(); m > 0 && m < ts {
+			return m
+		}
+	}
+	return ts
 }

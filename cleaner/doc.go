@@ -1,0 +1,88 @@
+// Package cleaner is Kafka-compatible log compaction and the background
+// retention checker.
+//
+// # Algorithm
+//
+// A cleaning pass over one partition log follows Kafka's LogCleaner:
+//
+//  1. The dirty section starts at the partition's entry in the log dir's
+//     cleaner-offset-checkpoint (reset to the log start offset when missing or
+//     outside [log start, log end]) and stops at the first uncleanable offset:
+//     the active segment's base (offline: the log end), or earlier, the base of
+//     the first dirty segment whose largest timestamp is newer than
+//     now - min.compaction.lag.ms.
+//  2. The offset map is built over the dirty section: for every keyed record of
+//     every v2 batch, key → offset (later offsets overwrite). Control and
+//     transactional batches stop the pass with ErrTransactional: without the
+//     aborted-transaction index compaction could resurrect aborted data, so
+//     such partitions are skipped (marked uncleanable, with the reason logged).
+//     Mapping stops early, at a batch boundary, when the next batch's records
+//     might not fit the map or its last offset would be 2^31-1 or more past
+//     the pass's first offset: a partial pass, as in Kafka. The pass's end
+//     offset is one past the last mapped batch's last offset.
+//  3. Every segment from the log start with base below the end offset is
+//     recopied, grouped as Kafka's groupSegmentsBySize does (summed log sizes ≤
+//     segment.bytes, summed index sizes ≤ segment.index.bytes, offset span ≤
+//     2^31-1). The active segment is never recopied by the background cleaner;
+//     offline (CompactDir) the last segment is, and keeps its base offset and
+//     last offset so appends continue.
+//  4. A record is kept when its offset is at or past the end offset, or it has
+//     a key whose mapped offset is not later than its own and it has a value or
+//     is a tombstone still inside its delete horizon. Unkeyed records below the
+//     end offset are dropped (Kafka counts them as invalid).
+//  5. A batch whose records all stay and that needs no delete horizon is copied
+//     byte for byte. Otherwise it is re-encoded with the same codec and header
+//     fields: base offset and lastOffsetDelta, producer id/epoch/base sequence,
+//     partition leader epoch, timestamp type (record.Batch.Options). A batch
+//     that loses every record is dropped, except the one holding the pass's or
+//     the group's last offset, kept empty (Kafka's RETAIN_EMPTY) so that the log
+//     end offset and each group's end offset never move back — the latter also
+//     keeps the swap's offset range exact for the loader's roll-forward.
+//  6. Tombstones (KIP-534): the first pass that keeps a tombstone in a batch
+//     without a delete horizon rewrites the batch with attribute bit 6 set and
+//     base timestamp = now + delete.retention.ms (record timestamp deltas taken
+//     from it); later passes drop the batch's tombstones once now ≥ horizon.
+//  7. Each group's output is written as <base>.log/.index/.timeindex.cleaned,
+//     fsynced, and swapped in with segment.Log.ReplaceSegments (.cleaned →
+//     .swap in descending order, one copy-on-write list store, old files →
+//     .deleted and removed after file.delete.delay.ms, .swap → final names,
+//     directory fsync). segment.Open rolls a crashed swap back or forward.
+//  8. After the last group, cleaner-offset-checkpoint[partition] = end offset,
+//     written durably through internal/checkpoint.
+//
+// Legacy v0/v1 entries are neither mapped nor filtered: they are copied
+// unchanged (a later v2 value of the same key does not remove them).
+//
+// # Offset map format
+//
+// One preallocated byte slice of 16-byte slots (Kafka's SkimpyOffsetMap slot
+// is 24: MD5 plus an int64), so the same log.cleaner.dedupe.buffer.size holds
+// 1.5 times as many keys. A slot is
+//
+//	bytes 0-7   h1 = xxhash64(key, seed 0), little endian
+//	bytes 8-11  high 32 bits of h2 = xxhash64(key, seed 0x9e3779b97f4a7c15)
+//	bytes 12-15 offset - base + 1 (uint32; 0 marks an empty slot)
+//
+// The home slot is ⌊h1 × slots / 2^64⌋, with linear probing; a key is found
+// when all 96 fingerprint bits match. The map accepts slots × load factor
+// keys (log.cleaner.io.buffer.load.factor, 0.9); a pass's offsets span less
+// than 2^31 so relative offsets fit.
+//
+// Two keys sharing all 96 bits are treated as one key, as MD5 collisions are
+// in Kafka: the older one's records would be dropped. By the birthday bound the
+// probability that any two of n keys in one pass collide is at most
+// n²/2^97; for n = 100 million keys that is 10^16/1.58·10^29 ≈ 6.3·10^-14,
+// below 10^-12. (A 128 MiB map holds about 7.5 million keys per pass.)
+//
+// # Retention
+//
+// Manager.CheckRetention, run every log.retention.check.interval.ms, applies
+// segment.Log.ApplyRetention to every log whose cleanup.policy includes
+// delete: segments wholly below the log start offset, then retention.bytes,
+// then retention.ms by each segment's largest timestamp; never the active
+// segment (the log rolls first when everything is deletable). Files go
+// through .deleted and file.delete.delay.ms so readers holding an old snapshot
+// keep reading. Future timestamps: see segment.Log.ApplyRetention (a segment's
+// timestamp is capped at its file's modification time, so a record stamped far
+// in the future cannot pin retention forever).
+package cleaner
