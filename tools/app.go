@@ -45,6 +45,8 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			benchCommand(),
+			dumplogCommand(),
+			verifyCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,
