@@ -46,8 +46,18 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		return nil, nil, err
 	}
 	rep := &Report{Dir: dir}
-	if err := o.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, rep, fmt.Errorf("recovery: create %s: %w", dir, err)
+	if st, err := o.FS.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// A new data directory: make its entry durable in the parent.
+		if err := o.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, rep, fmt.Errorf("recovery: create %s: %w", dir, err)
+		}
+		if err := o.FS.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, rep, fmt.Errorf("recovery: sync dir %s: %w", filepath.Dir(dir), err)
+		}
+	} else if err != nil {
+		return nil, rep, fmt.Errorf("recovery: %w", err)
+	} else if !st.IsDir() {
+		return nil, rep, fmt.Errorf("%w: %s", ErrNotDataDir, dir)
 	}
 	d := &DataDir{dir: dir, o: o, logs: map[TopicPartition]*segment.Log{}}
 	if o.Lock != nil {
