@@ -111,12 +111,10 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		d.mu.Lock()
 		d.logs[p.tp] = l
 		d.mu.Unlock()
-		if !clean {
-			trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
-			pr.SideFilesTrimmed = trimmed
-			if err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
-			}
+		trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
+		pr.SideFilesTrimmed = trimmed
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
 		}
 		pr.Duration = time.Since(t)
 		return nil
