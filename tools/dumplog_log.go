@@ -73,7 +73,7 @@ func (d *dumper) dumpLog(path string) error {
 	if stop != nil && stop.kind == "io" {
 		return fmt.Errorf("%s: %s", path, stop.message)
 	}
-	if stop != nil && end < size && stop.kind == kindTornEntry {
+	if stop != nil && stop.kind == kindWindowEnd {
 		stop = nil // the --max-bytes window ends inside an entry
 	}
 	if stop != nil {

@@ -40,6 +40,7 @@ const (
 	kindLeftover        = "leftover_file"
 	kindSnapshot        = "snapshot"
 	kindTxnIndex        = "txn_index"
+	kindWindowEnd       = "window_end" // not a problem: the scan window ends inside an entry
 )
 
 // entryInfo is what a scan learns of one log entry.
@@ -111,10 +112,11 @@ func (s *logScan) classify(err error) *problem {
 	if !record.IsCorruption(err) {
 		return &problem{file: s.file, pos: pos, offset: off, kind: "io", message: err.Error()}
 	}
-	left := s.end - pos
-	if s.end > s.size {
-		left = s.size - pos
+	if s.end < s.size && errors.Is(err, record.ErrTruncated) {
+		// The entry crosses the end of the window asked for (--max-bytes).
+		return &problem{file: s.file, pos: pos, offset: off, kind: kindWindowEnd}
 	}
+	left := s.size - pos
 	if z, zerr := allZero(s.f, pos, pos+left); zerr == nil && z && left > 0 {
 		return &problem{file: s.file, pos: pos, offset: -1, kind: kindZeroedTail,
 			message: fmt.Sprintf("%d zero bytes at the end where an entry should be", left)}
