@@ -9,9 +9,9 @@ PKGS       = ./...
 build:
 	$(GO) build -o strata .
 
-# run: the main job. Until the broker lands it benchmarks the log in a temp dir.
+# run: the main job: a single-node broker on 127.0.0.1:9092 with data in ./data.
 run: build
-	./strata bench log --dir $(BENCHDIR) --records 1000000 --record-size 100 --batch-records 1000
+	./strata broker
 
 deps:
 	@bash scripts/deps.sh

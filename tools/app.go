@@ -45,6 +45,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			benchCommand(),
+			brokerCommand(),
 			dumplogCommand(),
 			verifyCommand(),
 		},

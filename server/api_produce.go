@@ -1,0 +1,125 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
+)
+
+// handleProduce answers Produce v3-9: one magic-2 batch per partition,
+// checked as Kafka does (size, framing, CRC, then decompressed to check the
+// records), stamped with leader epoch 0 and appended; the log patches the
+// base offset in place. acks=-1 equals acks=1 on a single node. The caller
+// sends nothing back for acks=0.
+func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Default()
+	autoCreate := s.cfg.AutoCreateTopics
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t := s.topics.get(rt.Topic)
+		if t == nil && autoCreate && validateTopicName(rt.Topic) == nil {
+			t, _ = s.autoCreate(rt.Topic)
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			var p *partition
+			if t != nil && rp.Partition >= 0 && int(rp.Partition) < len(t.parts) {
+				p = t.parts[rp.Partition]
+			}
+			code, msg := s.produceTo(c, req, p, rp.Records, &sp)
+			if code != 0 {
+				sp.ErrorCode = code
+				if req.Version >= 8 && msg != "" {
+					m := msg
+					sp.ErrorMessage = &m
+				}
+				if msg != "" {
+					c.log.Warn("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "code", code, "error", msg)
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// produceTo validates and appends one partition's records, filling sp.
+func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, p *partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		return kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d", req.Acks)
+	case p == nil:
+		return kerr.UnknownTopicOrPartition.Code, ""
+	case req.TransactionID != nil:
+		return kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
+	case len(recs) == 0:
+		return kerr.InvalidRecord.Code, "no record batch"
+	case len(recs) > int(s.cfg.MessageMaxBytes):
+		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds message.max.bytes %d", len(recs), s.cfg.MessageMaxBytes)
+	}
+	code, msg := validateProduceBatch(c, req.Version, recs)
+	if code != 0 {
+		return code, msg
+	}
+	b := record.Batch(recs)
+	b.SetLeaderEpoch(0)
+	info, err := p.log.Append(recs)
+	if err != nil {
+		c.s.log.Error("append failed", "topic", p.topic, "partition", p.index, "error", err)
+		return kerr.KafkaStorageError.Code, "append failed"
+	}
+	sp.BaseOffset = info.FirstOffset
+	sp.LogStartOffset = p.log.LogStartOffset()
+	return 0, ""
+}
+
+// validateProduceBatch applies Kafka's produce-time checks to recs, which
+// must be exactly one v2 batch, and maps failures to Kafka error codes.
+func validateProduceBatch(c *conn, version int16, recs []byte) (int16, string) {
+	h, err := record.ParseEntryHeader(recs, 0)
+	if err != nil {
+		if errors.Is(err, record.ErrBadMagic) {
+			return kerr.InvalidRecord.Code, "Produce v3+ takes magic 2 record batches only: " + err.Error()
+		}
+		return kerr.CorruptMessage.Code, err.Error()
+	}
+	if h.Magic != 2 {
+		return kerr.InvalidRecord.Code, fmt.Sprintf("Produce v3+ takes magic 2 record batches only, got magic %d", h.Magic)
+	}
+	switch n := h.TotalSize(); {
+	case n < int64(len(recs)):
+		return kerr.InvalidRecord.Code, "Produce takes exactly one record batch per partition"
+	case n > int64(len(recs)):
+		return kerr.CorruptMessage.Code, fmt.Sprintf("batch of %d bytes, have %d", n, len(recs))
+	}
+	b := record.Batch(recs)
+	if err := b.Validate(0); err != nil {
+		return kerr.CorruptMessage.Code, err.Error()
+	}
+	if b.Codec() == record.CodecZstd && version < 7 {
+		return kerr.UnsupportedCompressionType.Code, "zstd needs Produce v7+"
+	}
+	if b.IsTransactional() {
+		return kerr.InvalidRecord.Code, "transactional batches are not supported"
+	}
+	if err := b.ValidateDeepWith(0, &c.rr, true); err != nil {
+		switch {
+		case errors.Is(err, record.ErrCompression), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrCRC):
+			return kerr.CorruptMessage.Code, err.Error()
+		default:
+			return kerr.InvalidRecord.Code, err.Error()
+		}
+	}
+	return 0, ""
+}

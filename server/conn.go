@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
+)
+
+// conn serves one client connection: it reads a request, handles it, writes
+// the response, and only then reads the next one, so responses leave in
+// request order (Kafka mutes a channel the same way while a request is in
+// flight).
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	tcp *net.TCPConn // nil when the connection is not TCP (no sendfile)
+	log *slog.Logger
+
+	size [4]byte
+	rbuf []byte              // request frame, reused while small
+	wbuf []byte              // response frame, reused while small
+	rr   record.RecordReader // produce validation: reused decompression buffer
+}
+
+// reqHeader is a parsed request header (v0-v2).
+type reqHeader struct {
+	key      int16
+	version  int16
+	corr     int32
+	clientID string
+}
+
+// keepBuf is the largest buffer a connection keeps between requests.
+const keepBuf = 1 << 20
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc}
+	c.tcp, _ = nc.(*net.TCPConn)
+	c.log = s.log.With("conn", s.nextID.Add(1), "remote", nc.RemoteAddr().String())
+	return c
+}
+
+func (c *conn) serve() {
+	defer c.s.removeConn(c)
+	defer c.nc.Close()
+	c.log.Debug("connection opened")
+	for {
+		idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
+		_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+		if c.s.closing.Load() { // checked after the deadline: see Server.Close
+			return
+		}
+		frame, err := c.readFrame()
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		if err := c.handle(frame); err != nil {
+			c.log.Error("closing connection", "error", err)
+			return
+		}
+		if cap(c.rbuf) > keepBuf {
+			c.rbuf = nil
+		}
+		if cap(c.wbuf) > keepBuf {
+			c.wbuf = nil
+		}
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF):
+		c.log.Debug("connection closed by client")
+	case errors.Is(err, ErrFrameSize), errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Error("closing connection", "error", err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if !c.s.closing.Load() {
+			c.log.Info("closing idle connection")
+		}
+	default:
+		c.log.Warn("connection read failed", "error", err)
+	}
+}
+
+// readFrame reads one size-prefixed request. The size is checked against
+// socket.request.max.bytes before anything is allocated, and a large frame's
+// buffer grows only as its bytes actually arrive, so a lying prefix cannot
+// make the broker allocate what the client never sends.
+func (c *conn) readFrame() ([]byte, error) {
+	if _, err := io.ReadFull(c.nc, c.size[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w: frame size cut short", io.ErrUnexpectedEOF)
+		}
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(c.size[:]))
+	if n < 0 || n > c.s.cfg.SocketRequestMaxBytes {
+		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrFrameSize, n, c.s.cfg.SocketRequestMaxBytes)
+	}
+	if int(n) <= cap(c.rbuf) {
+		b := c.rbuf[:n]
+		if _, err := io.ReadFull(c.nc, b); err != nil {
+			return nil, cutShort(err, n)
+		}
+		return b, nil
+	}
+	const step = 64 << 10
+	b := c.rbuf[:0]
+	for len(b) < int(n) {
+		want := min(int(n), max(2*cap(b), step))
+		if cap(b) < want {
+			nb := make([]byte, len(b), want)
+			copy(nb, b)
+			b = nb
+		}
+		m, err := io.ReadFull(c.nc, b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err != nil {
+			return nil, cutShort(err, n)
+		}
+	}
+	c.rbuf = b
+	return b, nil
+}
+
+func cutShort(err error, n int32) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: frame of %d bytes cut short", io.ErrUnexpectedEOF, n)
+	}
+	return err
+}
+
+// parseHeader parses the request header; flexible says whether a v2 header
+// (with a tag buffer) follows the client id. It returns the body.
+func parseHeader(b []byte, h *reqHeader, flexible func(key, version int16) bool) ([]byte, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadHeader, len(b))
+	}
+	h.key = int16(binary.BigEndian.Uint16(b))
+	h.version = int16(binary.BigEndian.Uint16(b[2:]))
+	h.corr = int32(binary.BigEndian.Uint32(b[4:]))
+	b = b[8:]
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: no client id", ErrBadHeader)
+	}
+	l := int16(binary.BigEndian.Uint16(b))
+	b = b[2:]
+	switch {
+	case l == -1:
+		h.clientID = ""
+	case l < 0 || int(l) > len(b):
+		return nil, fmt.Errorf("%w: client id length %d", ErrBadHeader, l)
+	default:
+		h.clientID = string(b[:l])
+		b = b[l:]
+	}
+	if flexible(h.key, h.version) {
+		var err error
+		if b, err = skipTags(b); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadHeader, err)
+		}
+	}
+	return b, nil
+}
+
+// skipTags skips a tag buffer: uvarint count, then (uvarint tag, uvarint
+// size, bytes) each.
+func skipTags(b []byte) ([]byte, error) {
+	n, m := binary.Uvarint(b)
+	if m <= 0 {
+		return nil, errors.New("bad tag count")
+	}
+	b = b[m:]
+	for ; n > 0; n-- {
+		if _, m = binary.Uvarint(b); m <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[m:]
+		size, m := binary.Uvarint(b)
+		if m <= 0 || size > uint64(len(b)-m) {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[m+int(size):]
+	}
+	return b, nil
+}
+
+// isFlexible says whether (key, version) uses flexible encoding, from kmsg.
+func isFlexible(key, version int16) bool {
+	r := kmsg.RequestForKey(key)
+	if r == nil {
+		return false
+	}
+	r.SetVersion(version)
+	return r.IsFlexible()
+}
+
+// handle parses and serves one request. A returned error closes the
+// connection (Kafka closes it for requests it cannot parse or serve).
+func (c *conn) handle(frame []byte) error {
+	var h reqHeader
+	body, err := parseHeader(frame, &h, isFlexible)
+	if err != nil {
+		return err
+	}
+	req := kmsg.RequestForKey(h.key)
+	rng, ok := versionRange(h.key)
+	if req == nil || !ok {
+		return fmt.Errorf("%w: key %d version %d (client %q)", ErrUnknownAPI, h.key, h.version, h.clientID)
+	}
+	if h.version < rng.min || h.version > rng.max {
+		if h.key == int16(kmsg.ApiVersions) && h.version > rng.max {
+			c.log.Info("ApiVersions version not supported, answering v0", "version", h.version, "client", h.clientID)
+			return c.writeResponse(&h, apiVersionsUnsupported())
+		}
+		return fmt.Errorf("%w: %s v%d not in %d-%d (client %q)", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version, rng.min, rng.max, h.clientID)
+	}
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
+	}
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("request", "api", kmsg.NameForKey(h.key), "version", h.version, "correlation_id", h.corr, "client", h.clientID)
+	}
+	var resp kmsg.Response
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		resp = c.s.handleApiVersions(r)
+	case *kmsg.MetadataRequest:
+		resp = c.s.handleMetadata(r)
+	case *kmsg.ProduceRequest:
+		resp = c.s.handleProduce(c, r)
+		if r.Acks == 0 {
+			return nil // acks=0: no response at all
+		}
+	case *kmsg.FetchRequest:
+		return c.s.handleFetch(c, &h, r)
+	case *kmsg.ListOffsetsRequest:
+		resp = c.s.handleListOffsets(r)
+	case *kmsg.CreateTopicsRequest:
+		resp = c.s.handleCreateTopics(r)
+	default:
+		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
+	}
+	return c.writeResponse(&h, resp)
+}
+
+// writeResponse frames resp: size, correlation id, a tag byte for flexible
+// versions (never for ApiVersions, whose response header is always v0), body.
+func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
+	b := append(c.wbuf[:0], 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(h.corr))
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		b = append(b, 0)
+	}
+	b = resp.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.wbuf = b
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := c.nc.Write(b); err != nil {
+		return fmt.Errorf("write response: %w", err)
+	}
+	return nil
+}
+
+// writeTimeout bounds how long a client that stopped reading can hold a
+// connection's response.
+const writeTimeout = 30 * time.Second

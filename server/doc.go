@@ -1,0 +1,57 @@
+// Package server is strata's broker: a single Kafka node that speaks the
+// Kafka wire protocol over the partition logs of package segment.
+//
+// # Protocol layer
+//
+// Every connection carries size-prefixed frames: a big-endian int32 size,
+// then the request header and body. A size that is negative or above
+// socket.request.max.bytes closes the connection before anything is
+// allocated; a large frame's buffer grows only as its bytes arrive. The
+// request header is v0-v2: api_key int16, api_version int16,
+// correlation_id int32, client_id as an int16-length nullable string, and a
+// tag buffer when the request version is flexible. Bodies are decoded and
+// responses encoded with franz-go's kmsg; the response header is the
+// correlation id plus, for flexible versions, one tag byte, except for
+// ApiVersions, whose response header is always v0.
+//
+// A connection handles one request at a time: it reads a request, serves it
+// and writes the response before reading the next, so responses leave in
+// request order (Kafka mutes the channel the same way). An unknown API key,
+// a version outside the advertised range or a body that does not parse
+// closes the connection, as Kafka does; ApiVersions at a version above the
+// range is answered with a v0 body carrying UNSUPPORTED_VERSION and the
+// ApiVersions range (KIP-511), so clients retry lower. Produce with acks=0
+// gets no response.
+//
+// Advertised APIs (versions.go), all fully implemented: ApiVersions 0-3,
+// Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7.
+// One file per API: api_<name>.go.
+//
+// # Produce and Fetch
+//
+// Produce takes exactly one magic-2 batch per partition, checks its size
+// against message.max.bytes, its framing and CRC, and decompresses it to
+// check records as Kafka's LogValidator does, then appends it unchanged but
+// for the base offset (patched by the log) and the partition leader epoch,
+// neither covered by the CRC.
+//
+// Fetch responses are framed by hand (fetch_write.go): everything but the
+// record bytes is encoded into a buffer, the frame size is computed up front
+// from the file regions the log returned, and each region goes from the
+// segment file to the socket with sendfile(2) at an explicit offset, so no
+// record byte passes through user space. Long polls wait on Log.Changed, so
+// an append wakes them; nothing polls.
+//
+// # Data directory
+//
+// Each log dir holds Kafka's meta.properties (version, cluster.id generated
+// once, node.id, checked at start) and partition directories
+// <topic>-<partition>, each with Kafka's partition.metadata (the topic id).
+// New partitions go to the log dir with the fewest partition directories.
+// Topic definitions (name, topic id, partition count, config overrides) are
+// kept in one JSON file, strata-topics.json in the first log dir, replaced
+// atomically (write, fsync, rename, fsync dir) on every change and read at
+// start; it is written before the partition directories are created, so a
+// crash in between leaves a topic whose missing directories are created on
+// the next start.
+package server

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options are the Go-level knobs that are not Kafka properties.
+type Options struct {
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// OpenLog opens a partition log (default segment.Open).
+	OpenLog LogOpener
+}
+
+// Server is a running single-node broker.
+type Server struct {
+	cfg    *Config
+	log    *slog.Logger
+	topics *topicStore
+
+	listeners  []net.Listener
+	advertised Listener // what Metadata tells clients to dial
+
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	closing atomic.Bool
+	done    chan struct{} // closed when shutdown begins
+	connWG  sync.WaitGroup
+	accWG   sync.WaitGroup
+	nextID  atomic.Uint64
+	closeMu sync.Mutex
+	closed  bool
+	stopErr error
+}
+
+// Start loads the log dirs (meta.properties, topic table, partition logs),
+// binds the listeners and starts accepting connections.
+func Start(cfg *Config, opts *Options) (*Server, error) {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.OpenLog == nil {
+		o.OpenLog = openSegmentLog
+	}
+	s := &Server{
+		cfg:   cfg,
+		log:   o.Logger,
+		conns: map[*conn]struct{}{},
+		done:  make(chan struct{}),
+	}
+	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger)
+	if err := s.topics.load(); err != nil {
+		_ = s.topics.close()
+		return nil, err
+	}
+	for _, l := range cfg.Listeners {
+		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
+		if err != nil {
+			for _, o := range s.listeners {
+				o.Close()
+			}
+			_ = s.topics.close()
+			return nil, fmt.Errorf("server: listen %s: %w", l, err)
+		}
+		s.listeners = append(s.listeners, ln)
+	}
+	s.advertised = s.advertise()
+	for _, ln := range s.listeners {
+		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
+			"node_id", cfg.NodeID, "cluster_id", s.topics.clusterID, "log_dirs", cfg.LogDirs)
+		s.accWG.Add(1)
+		go s.acceptLoop(ln)
+	}
+	return s, nil
+}
+
+// advertise resolves the endpoint Metadata reports: advertised.listeners, or
+// the first listener with its bound port (port 0 binds an ephemeral one) and
+// a host clients can dial.
+func (s *Server) advertise() Listener {
+	if len(s.cfg.AdvertisedListeners) > 0 {
+		return s.cfg.AdvertisedListeners[0]
+	}
+	l := s.cfg.Listeners[0]
+	if a, ok := s.listeners[0].Addr().(*net.TCPAddr); ok {
+		l.Port = int32(a.Port)
+	}
+	if ip := net.ParseIP(l.Host); l.Host == "" || (ip != nil && ip.IsUnspecified()) {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			l.Host = h
+		} else {
+			l.Host = "127.0.0.1"
+		}
+	}
+	return l
+}
+
+// Addr is the first listener's bound address.
+func (s *Server) Addr() net.Addr { return s.listeners[0].Addr() }
+
+// ClusterID is the cluster id from meta.properties.
+func (s *Server) ClusterID() string { return s.topics.clusterID }
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.accWG.Done()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary trouble (EMFILE...): back off, as net/http does.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay *= 2; delay > time.Second {
+				delay = time.Second
+			}
+			s.log.Error("accept failed", "error", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.connWG.Done()
+}
+
+// Close shuts down: stop accepting, let every connection finish the request
+// it is handling (up to strata.shutdown.timeout.ms), then flush and close the
+// logs. Safe to call more than once.
+func (s *Server) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return s.stopErr
+	}
+	s.closed = true
+	s.log.Info("shutting down")
+	s.mu.Lock()
+	s.closing.Store(true)
+	close(s.done)
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	s.accWG.Wait()
+	// Wake connections waiting for their next request; one handling a
+	// request finishes it, writes the response and then sees closing.
+	for _, c := range conns {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
+	finished := make(chan struct{})
+	go func() { s.connWG.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Duration(s.cfg.ShutdownTimeoutMs) * time.Millisecond):
+		s.log.Warn("shutdown timeout: closing connections with requests in flight")
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-finished
+	}
+	s.stopErr = s.topics.close()
+	if s.stopErr != nil {
+		s.log.Error("closing logs", "error", s.stopErr)
+	} else {
+		s.log.Info("shut down cleanly")
+	}
+	return s.stopErr
+}

@@ -1,0 +1,407 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/stratalog/strata/internal/fsutil"
+	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/segment"
+)
+
+// File names the broker keeps in a log directory (Kafka's, plus strata's
+// topic table).
+const (
+	MetaPropertiesFile    = "meta.properties"
+	PartitionMetadataFile = "partition.metadata"
+	TopicsFile            = "strata-topics.json"
+)
+
+// topic is one topic's definition and open partitions.
+type topic struct {
+	name    string
+	id      [16]byte
+	configs map[string]string
+	parts   []*partition
+}
+
+// partition is one open partition log.
+type partition struct {
+	topic string
+	index int32
+	dir   string
+	log   PartitionLog
+}
+
+// topicsFileData is the JSON kept in TopicsFile.
+type topicsFileData struct {
+	Version int             `json:"version"`
+	Topics  []topicFileItem `json:"topics"`
+}
+
+type topicFileItem struct {
+	Name       string            `json:"name"`
+	TopicID    string            `json:"topic_id"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// topicStore owns every topic: its definition, persisted in TopicsFile in the
+// first log dir, and its open partition logs.
+type topicStore struct {
+	cfg       *Config
+	open      LogOpener
+	log       *slog.Logger
+	clusterID string
+
+	mu     sync.RWMutex
+	topics map[string]*topic
+	closed bool
+}
+
+func newTopicStore(cfg *Config, open LogOpener, log *slog.Logger) *topicStore {
+	return &topicStore{cfg: cfg, open: open, log: log, topics: map[string]*topic{}}
+}
+
+// load prepares every log dir (meta.properties), reads the topic table and
+// opens every partition.
+func (ts *topicStore) load() error {
+	id, err := ts.loadMetaProperties()
+	if err != nil {
+		return err
+	}
+	ts.clusterID = id
+	b, err := os.ReadFile(ts.topicsPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrDataDir, err)
+	}
+	var d topicsFileData
+	if err := json.Unmarshal(b, &d); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrDataDir, ts.topicsPath(), err)
+	}
+	if d.Version != 1 {
+		return fmt.Errorf("%w: %s: version %d, want 1", ErrDataDir, ts.topicsPath(), d.Version)
+	}
+	for _, it := range d.Topics {
+		uid, err := parseUUID(it.TopicID)
+		if err != nil || validateTopicName(it.Name) != nil || it.Partitions < 1 {
+			return fmt.Errorf("%w: %s: bad topic entry %q", ErrDataDir, ts.topicsPath(), it.Name)
+		}
+		t := &topic{name: it.Name, id: uid, configs: it.Configs}
+		if err := ts.openPartitions(t, it.Partitions); err != nil {
+			return err
+		}
+		ts.topics[t.name] = t
+	}
+	ts.log.Info("topics loaded", "topics", len(ts.topics), "file", ts.topicsPath())
+	return nil
+}
+
+func (ts *topicStore) topicsPath() string { return filepath.Join(ts.cfg.LogDirs[0], TopicsFile) }
+
+// loadMetaProperties reads or writes meta.properties in each log dir and
+// returns the cluster id, generated once.
+func (ts *topicStore) loadMetaProperties() (string, error) {
+	clusterID := ""
+	var missing []string
+	for _, dir := range ts.cfg.LogDirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrDataDir, err)
+		}
+		p := filepath.Join(dir, MetaPropertiesFile)
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, dir)
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrDataDir, err)
+		}
+		kv, _, err := ParseProperties(f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrDataDir, p, err)
+		}
+		if n, err := strconv.ParseInt(kv["node.id"], 10, 32); err != nil || int32(n) != ts.cfg.NodeID {
+			return "", fmt.Errorf("%w: %s holds node.id %q, configured %d", ErrDataDir, p, kv["node.id"], ts.cfg.NodeID)
+		}
+		id := kv["cluster.id"]
+		if id == "" || (clusterID != "" && id != clusterID) {
+			return "", fmt.Errorf("%w: %s: cluster.id %q disagrees with %q", ErrDataDir, p, id, clusterID)
+		}
+		clusterID = id
+	}
+	if clusterID == "" {
+		u := newUUID()
+		clusterID = uuidString(u)
+	}
+	for _, dir := range missing {
+		text := fmt.Sprintf("#\n# written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, ts.cfg.NodeID)
+		if err := fsutil.WriteFileAtomic(vfs.OS, filepath.Join(dir, MetaPropertiesFile), []byte(text)); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrDataDir, err)
+		}
+	}
+	return clusterID, nil
+}
+
+// persist rewrites TopicsFile from ts.topics plus extra (not yet in the map).
+// Callers hold ts.mu.
+func (ts *topicStore) persist(extra ...*topic) error {
+	d := topicsFileData{Version: 1}
+	add := func(t *topic, n int32) {
+		d.Topics = append(d.Topics, topicFileItem{Name: t.name, TopicID: uuidString(t.id), Partitions: n, Configs: t.configs})
+	}
+	for _, t := range ts.topics {
+		add(t, int32(len(t.parts)))
+	}
+	for _, t := range extra {
+		add(t, int32(cap(t.parts)))
+	}
+	sort.Slice(d.Topics, func(i, j int) bool { return d.Topics[i].Name < d.Topics[j].Name })
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(vfs.OS, ts.topicsPath(), append(b, '\n'))
+}
+
+// get returns the topic or nil.
+func (ts *topicStore) get(name string) *topic {
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	return ts.topics[name]
+}
+
+// partition returns the partition or nil.
+func (ts *topicStore) partition(name string, p int32) *partition {
+	t := ts.get(name)
+	if t == nil || p < 0 || int(p) >= len(t.parts) {
+		return nil
+	}
+	return t.parts[p]
+}
+
+// all returns every topic sorted by name.
+func (ts *topicStore) all() []*topic {
+	ts.mu.RLock()
+	out := make([]*topic, 0, len(ts.topics))
+	for _, t := range ts.topics {
+		out = append(out, t)
+	}
+	ts.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// errTopicExists is returned by create for an existing topic.
+var errTopicExists = errors.New("server: topic already exists")
+
+// create defines a topic with n partitions and opens its logs. With
+// validateOnly it only checks. An existing topic is errTopicExists (and the
+// existing topic is returned).
+func (ts *topicStore) create(name string, n int32, configs map[string]string, validateOnly bool) (*topic, error) {
+	if err := validateTopicName(name); err != nil {
+		return nil, err
+	}
+	if _, err := ts.segmentOptions(configs); err != nil {
+		return nil, err
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed {
+		return nil, ErrClosed
+	}
+	if t := ts.topics[name]; t != nil {
+		return t, errTopicExists
+	}
+	if validateOnly {
+		return nil, nil
+	}
+	t := &topic{name: strings.Clone(name), id: newUUID(), configs: configs, parts: make([]*partition, 0, n)}
+	if err := ts.persist(t); err != nil {
+		return nil, err
+	}
+	if err := ts.openPartitions(t, n); err != nil {
+		return nil, err
+	}
+	ts.topics[t.name] = t
+	ts.log.Info("topic created", "topic", t.name, "partitions", n, "topic_id", uuidString(t.id))
+	return t, nil
+}
+
+// openPartitions opens partitions 0..n-1 of t, creating missing directories
+// in the log dir holding the fewest partitions.
+func (ts *topicStore) openPartitions(t *topic, n int32) error {
+	opts, err := ts.segmentOptions(t.configs)
+	if err != nil {
+		return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
+	}
+	for p := int32(0); p < n; p++ {
+		name := t.name + "-" + strconv.Itoa(int(p))
+		dir := ""
+		for _, d := range ts.cfg.LogDirs {
+			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.IsDir() {
+				dir = filepath.Join(d, name)
+				break
+			}
+		}
+		if dir == "" {
+			dir = filepath.Join(ts.emptiestDir(), name)
+		}
+		l, err := ts.open(dir, opts)
+		if err != nil {
+			return fmt.Errorf("%w: open %s: %w", ErrDataDir, dir, err)
+		}
+		t.parts = append(t.parts, &partition{topic: t.name, index: p, dir: dir, log: l})
+		pm := filepath.Join(dir, PartitionMetadataFile)
+		if _, err := os.Stat(pm); err != nil {
+			text := "version: 0\ntopic_id: " + uuidString(t.id) + "\n"
+			if err := fsutil.WriteFileAtomic(vfs.OS, pm, []byte(text)); err != nil {
+				return fmt.Errorf("%w: %w", ErrDataDir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// emptiestDir is the log dir with the fewest partition directories.
+func (ts *topicStore) emptiestDir() string {
+	best, bestN := ts.cfg.LogDirs[0], -1
+	for _, d := range ts.cfg.LogDirs {
+		ents, _ := os.ReadDir(d)
+		n := 0
+		for _, e := range ents {
+			if e.IsDir() {
+				n++
+			}
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = d, n
+		}
+	}
+	return best
+}
+
+// segmentOptions are the log options for a topic: broker defaults, then the
+// topic's overrides (Kafka's topic config names).
+func (ts *topicStore) segmentOptions(configs map[string]string) (*segment.Options, error) {
+	c := ts.cfg
+	o := &segment.Options{
+		SegmentBytes:   c.SegmentBytes,
+		SegmentMs:      c.SegmentMs,
+		RetentionMs:    c.RetentionMs,
+		RetentionBytes: c.RetentionBytes,
+		FlushMessages:  c.FlushMessages,
+		FlushMs:        c.FlushMs,
+		Logger:         ts.log,
+	}
+	for k, v := range configs {
+		var dst *int64
+		switch k {
+		case "segment.bytes":
+			dst = &o.SegmentBytes
+		case "segment.ms":
+			dst = &o.SegmentMs
+		case "retention.ms":
+			dst = &o.RetentionMs
+		case "retention.bytes":
+			dst = &o.RetentionBytes
+		case "flush.messages":
+			dst = &o.FlushMessages
+		case "flush.ms":
+			dst = &o.FlushMs
+		default:
+			continue // kept, not yet applied
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s=%q", ErrConfig, k, v)
+		}
+		*dst = n
+	}
+	o = o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return o, nil
+}
+
+// close flushes and closes every log.
+func (ts *topicStore) close() error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed {
+		return nil
+	}
+	ts.closed = true
+	var first error
+	for _, t := range ts.topics {
+		for _, p := range t.parts {
+			if err := p.log.Flush(); err != nil && first == nil {
+				first = err
+			}
+			if err := p.log.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// validateTopicName applies Kafka's rules: 1..249 of [a-zA-Z0-9._-], not "."
+// or "..".
+func validateTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q has %q", ErrInvalidTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// newUUID is a random version-4 UUID whose string form does not start with
+// '-' (Kafka's Uuid.randomUuid rule).
+func newUUID() [16]byte {
+	for {
+		var u [16]byte
+		if _, err := rand.Read(u[:]); err != nil {
+			panic(err)
+		}
+		u[6] = u[6]&0x0f | 0x40
+		u[8] = u[8]&0x3f | 0x80
+		if s := uuidString(u); s[0] != '-' {
+			return u
+		}
+	}
+}
+
+// uuidString is Kafka's Uuid.toString: base64url without padding.
+func uuidString(u [16]byte) string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+func parseUUID(s string) ([16]byte, error) {
+	var u [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return u, fmt.Errorf("bad uuid %q", s)
+	}
+	copy(u[:], b)
+	return u, nil
+}

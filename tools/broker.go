@@ -1,0 +1,61 @@
+package tools
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/stratalog/strata/server"
+)
+
+// brokerCommand is "strata broker": a single Kafka-compatible node. With no
+// flags it listens on 127.0.0.1:9092 with data in ./data.
+func brokerCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "broker",
+		Usage:     "run a single-node Kafka-compatible broker",
+		UsageText: "strata broker [--config server.properties] [--override key=value ...]",
+		Description: "Reads Kafka's property names (node.id, listeners, advertised.listeners, log.dirs,\n" +
+			"num.partitions, auto.create.topics.enable, log.segment.bytes, log.retention.ms/hours,\n" +
+			"message.max.bytes, socket.request.max.bytes, ...) from --config; every --override\n" +
+			"key=value wins over the file. SIGTERM or SIGINT stops accepting, finishes the\n" +
+			"requests in flight, flushes and closes the logs.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "server.properties file"},
+			&cli.StringSliceFlag{Name: "override", Usage: "key=value, repeatable; wins over --config"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		},
+		Action: runBroker,
+	}
+}
+
+func runBroker(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr("broker takes no arguments, got %q", c.Args().First())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return usageErr("--log-level: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	cfg, err := server.LoadConfig(c.String("config"), c.StringSlice("override"), log)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	srv, err := server.Start(cfg, &server.Options{Logger: log})
+	if err != nil {
+		return failErr(err)
+	}
+	sig := <-sigs
+	log.Info("signal received", "signal", sig.String())
+	if err := srv.Close(); err != nil {
+		return failErr(err)
+	}
+	return nil
+}
