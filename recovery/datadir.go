@@ -111,10 +111,12 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		d.mu.Lock()
 		d.logs[p.tp] = l
 		d.mu.Unlock()
-		trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
-		pr.SideFilesTrimmed = trimmed
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
+		if !clean {
+			trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
+			pr.SideFilesTrimmed = trimmed
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
+			}
 		}
 		pr.Duration = time.Since(t)
 		return nil

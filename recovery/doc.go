@@ -22,8 +22,9 @@
 //     finishes or drops .swap files, scans from the segment holding the recovery
 //     point, cuts the log at the first invalid entry and drops later segments,
 //     and rebuilds bad or missing indexes below the recovery point.
-//  5. Trims what lies past each log's end, as Kafka's loader does (after a clean
-//     shutdown this finds nothing): producer snapshots named above it are removed, aborted
+//  5. After an unclean shutdown, trims what lies past each log's end, as Kafka's
+//     loader does (after a clean one the files agree with the logs by
+//     construction, and the directory walk is skipped to keep a clean start fast): producer snapshots named above it are removed, aborted
 //     transactions whose lastOffset is at or past it are dropped from the
 //     .txnindex files, and leader-epoch-checkpoint entries starting at or past it
 //     are dropped.

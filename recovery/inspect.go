@@ -54,10 +54,12 @@ func Inspect(dir string, opts *Options) (*Report, error) {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
 		}
-		trimmed, err := trimSideFiles(o.FS, p.dir, lr.LogEndOffset, false)
-		pr.SideFilesTrimmed = trimmed
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
+		if !rep.CleanShutdown {
+			trimmed, err := trimSideFiles(o.FS, p.dir, lr.LogEndOffset, false)
+			pr.SideFilesTrimmed = trimmed
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
+			}
 		}
 		return nil
 	})
