@@ -84,4 +84,3 @@ func BenchmarkOpenDataDir1000Clean(b *testing.B) {
 		openWide(b, dir, n)
 	}
 }
-
