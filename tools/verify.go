@@ -106,7 +106,7 @@ func runVerify(c *cli.Context) error {
 	case failed != nil:
 		return &exitError{code: ExitUsage, err: errors.New("verify: could not read everything (see above)")}
 	case v.problems > 0:
-		return &exitError{code: ExitProblems, err: fmt.Errorf("verify: %d problems found", v.problems)}
+		return &exitError{code: ExitProblems, err: fmt.Errorf("verify: %s found", plural(v.problems, "problem"))}
 	}
 	return nil
 }
@@ -151,7 +151,7 @@ func (v *verifier) summary(d time.Duration) {
 	if v.problems == 0 {
 		v.o.str("no problems")
 	} else {
-		v.o.int(v.problems).str(" problems")
+		v.o.str(plural(v.problems, "problem"))
 	}
 	v.o.line()
 }
@@ -376,7 +376,7 @@ func (v *verifier) partition(dir string) (partInfo, error) {
 			str(`,"problems":`).int(v.problems - startProblems).str("}").line()
 	} else {
 		v.o.str("partition ").str(dir).str(": ").int(int64(len(bases))).str(" segments, offsets [").
-			int(info.logStart).str(", ").int(info.logEnd).str("), ").int(v.problems - startProblems).str(" problems").line()
+			int(info.logStart).str(", ").int(info.logEnd).str("), ").str(plural(v.problems-startProblems, "problem")).line()
 	}
 	return info, nil
 }
@@ -448,4 +448,12 @@ func (v *verifier) file(p string) error {
 		}
 	}
 	return fmt.Errorf("%s: not a file verify knows (.log, .index, .timeindex, checkpoint)", p)
+}
+
+// plural is "1 problem", "2 problems".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.FormatInt(n, 10) + " " + what + "s"
 }
