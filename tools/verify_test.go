@@ -396,7 +396,7 @@ func TestBinaryExitCodes(t *testing.T) {
 		t.Errorf("dumplog: %d", code)
 	}
 	appendTo(t, p.logs[1], []byte("torn"))
-	if code, so, se := status("verify", p.root); code != 1 || !strings.Contains(so, "PROBLEM torn_entry") || !strings.Contains(se, "problems found") {
+	if code, so, se := status("verify", p.root); code != 1 || !strings.Contains(so, "PROBLEM torn_entry") || !strings.Contains(se, "problem found") {
 		t.Errorf("damaged verify: %d\n%s%s", code, so, se)
 	}
 	if code, _, _ := status("dumplog", p.logs[1]); code != 1 {
