@@ -23,8 +23,8 @@ func (s *Segment) loadTail() error {
 		}
 		pos = int64(p)
 	}
-	if pos > size {
-		return record.Corrupt(record.ErrBadSize, pos, -1, "%s: last index entry points past the log end %d", s.Path(IndexSuffix), size)
+	if pos < 0 || pos > size {
+		return record.Corrupt(record.ErrBadSize, pos, -1, "%s: last index entry points outside the log (size %d)", s.Path(IndexSuffix), size)
 	}
 	maxTs, offMax := int64(-1), s.base
 	if s.timeIdx.Entries() > 0 {
