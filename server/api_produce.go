@@ -123,3 +123,15 @@ func validateProduceBatch(c *conn, version int16, recs []byte) (int16, string) {
 	}
 	return 0, ""
 }
+
+// firstProduceError is the first partition error code in resp, or 0.
+func firstProduceError(resp *kmsg.ProduceResponse) int16 {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return p.ErrorCode
+			}
+		}
+	}
+	return 0
+}

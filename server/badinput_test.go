@@ -289,3 +289,29 @@ func fetchRequest(version int16, topic string, p int32, offset int64) *kmsg.Fetc
 	req.Topics = append(req.Topics, rt)
 	return req
 }
+
+// TestAcksZero: acks=0 produces get no response; a failed one closes the
+// connection (Kafka's way of telling the client).
+func TestAcksZero(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	newTopic(t, s, "a0", 1)
+	r := dialRaw(t, s)
+	req := produceRequest("a0", 0, makeBatch(t, 2, 10), 7)
+	req.Acks = 0
+	r.send(req, 1)
+	// The next response on the connection is ApiVersions' (corr 2), not the produce's.
+	av := kmsg.NewPtrApiVersionsRequest()
+	if resp := r.roundTrip(av, 2).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatal(resp.ErrorCode)
+	}
+	if end := s.topics.partition("a0", 0).log.LogEndOffset(); end != 2 {
+		t.Fatalf("log end %d", end)
+	}
+	bad := makeBatch(t, 2, 10)
+	bad[len(bad)-1] ^= 1
+	req = produceRequest("a0", 0, bad, 7)
+	req.Acks = 0
+	r.send(req, 3)
+	r.expectClosed()
+	healthy(t, s)
+}

@@ -242,7 +242,12 @@ func (c *conn) handle(frame []byte) error {
 	case *kmsg.ProduceRequest:
 		resp = c.s.handleProduce(c, r)
 		if r.Acks == 0 {
-			return nil // acks=0: no response at all
+			// acks=0: no response at all. A failed partition closes the
+			// connection, as Kafka does, so the client refreshes metadata.
+			if code := firstProduceError(resp.(*kmsg.ProduceResponse)); code != 0 {
+				return fmt.Errorf("acks=0 produce failed with error code %d", code)
+			}
+			return nil
 		}
 	case *kmsg.FetchRequest:
 		return c.s.handleFetch(c, &h, r)
