@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,6 +54,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.s.removeConn(c)
 	defer c.nc.Close()
+	defer func() {
+		// A bug in a handler must cost one connection, not the broker.
+		if v := recover(); v != nil {
+			c.log.Error("panic serving request, closing connection", "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
 	c.log.Debug("connection opened")
 	for {
 		idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond

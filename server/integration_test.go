@@ -240,3 +240,86 @@ func TestRestartKeepsTopicsAndData(t *testing.T) {
 		t.Fatalf("start with another node.id: %v", err)
 	}
 }
+
+func TestSeveralLogDirs(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	s := startServer(t, a+","+b)
+	newTopic(t, s, "spread", 4)
+	count := func(dir string) int {
+		n := 0
+		for p := 0; p < 4; p++ {
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("spread-%d", p))); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	if ca, cb := count(a), count(b); ca != 2 || cb != 2 {
+		t.Fatalf("partitions per dir: %d and %d", ca, cb)
+	}
+	for _, d := range []string{a, b} {
+		if _, err := os.Stat(filepath.Join(d, MetaPropertiesFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s2 := startServer(t, a+","+b)
+	if tp := s2.topics.get("spread"); tp == nil || len(tp.parts) != 4 || count(a)+count(b) != 4 {
+		t.Fatal("partitions not found again across dirs")
+	}
+	s2.Close()
+	// A partition directory of another topic incarnation is refused.
+	if err := os.WriteFile(filepath.Join(a, "spread-0", PartitionMetadataFile), []byte("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n"), 0o644); err != nil {
+		if err2 := os.WriteFile(filepath.Join(b, "spread-0", PartitionMetadataFile), []byte("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n"), 0o644); err2 != nil {
+			t.Fatal(err, err2)
+		}
+	}
+	cfg, _ := LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + a + "," + b}, nil)
+	if _, err := Start(cfg, &Options{Logger: testLogger()}); !errors.Is(err, ErrDataDir) {
+		t.Fatalf("start with a foreign partition.metadata: %v", err)
+	}
+}
+
+func TestManyIdleConnectionsAndConcurrentProducers(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	newTopic(t, s, "busy", 2)
+	var idle []net.Conn
+	for range 1000 {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	healthy(t, s)
+	const producers, each = 4, 500
+	errs := make(chan error, producers)
+	for i := range producers {
+		go func() {
+			cl := newClient(t, s, kgo.DefaultProduceTopic("busy"))
+			var recs []*kgo.Record
+			for j := range each {
+				recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%d-%d", i, j)})
+			}
+			errs <- cl.ProduceSync(testCtx(t), recs...).FirstErr()
+		}()
+	}
+	for range producers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := consumeAll(t, s, "busy", []int32{0, 1}, producers*each)
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[string(r.Value)] = true
+	}
+	if len(seen) != producers*each {
+		t.Fatalf("%d distinct records", len(seen))
+	}
+}

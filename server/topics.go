@@ -245,7 +245,15 @@ func (ts *topicStore) create(name string, n int32, configs map[string]string, va
 
 // openPartitions opens partitions 0..n-1 of t, creating missing directories
 // in the log dir holding the fewest partitions.
-func (ts *topicStore) openPartitions(t *topic, n int32) error {
+func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
+	defer func() {
+		if err != nil { // leave nothing open behind a failure
+			for _, p := range t.parts {
+				_ = p.log.Close()
+			}
+			t.parts = t.parts[:0]
+		}
+	}()
 	opts, err := ts.segmentOptions(t.configs)
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
@@ -268,7 +276,11 @@ func (ts *topicStore) openPartitions(t *topic, n int32) error {
 		}
 		t.parts = append(t.parts, &partition{topic: t.name, index: p, dir: dir, log: l})
 		pm := filepath.Join(dir, PartitionMetadataFile)
-		if _, err := os.Stat(pm); err != nil {
+		if b, err := os.ReadFile(pm); err == nil {
+			if id := partitionMetadataID(b); id != uuidString(t.id) {
+				return fmt.Errorf("%w: %s holds topic id %q, the topic table says %s", ErrDataDir, pm, id, uuidString(t.id))
+			}
+		} else {
 			text := "version: 0\ntopic_id: " + uuidString(t.id) + "\n"
 			if err := fsutil.WriteFileAtomic(vfs.OS, pm, []byte(text)); err != nil {
 				return fmt.Errorf("%w: %w", ErrDataDir, err)
@@ -404,4 +416,14 @@ func parseUUID(s string) ([16]byte, error) {
 	}
 	copy(u[:], b)
 	return u, nil
+}
+
+// partitionMetadataID returns the topic_id of a partition.metadata file.
+func partitionMetadataID(b []byte) string {
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "topic_id" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
