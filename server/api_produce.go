@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +37,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			if t != nil && rp.Partition >= 0 && int(rp.Partition) < len(t.parts) {
 				p = t.parts[rp.Partition]
 			}
-			code, msg := s.produceTo(c, req, p, rp.Records, &sp)
+			code, msg := s.produceTo(c, req, t, p, rp.Records, &sp)
 			if code != 0 {
 				sp.ErrorCode = code
 				if req.Version >= 8 && msg != "" {
@@ -55,7 +56,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 }
 
 // produceTo validates and appends one partition's records, filling sp.
-func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, p *partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		return kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d", req.Acks)
@@ -68,12 +69,17 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, p *partition, recs
 	case len(recs) > int(s.cfg.MessageMaxBytes):
 		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds message.max.bytes %d", len(recs), s.cfg.MessageMaxBytes)
 	}
-	code, msg := validateProduceBatch(c, req.Version, recs)
+	code, msg := validateProduceBatch(c, req.Version, recs, s.cfg.ProduceValidation == "full", t.compacted)
 	if code != 0 {
 		return code, msg
 	}
 	b := record.Batch(recs)
 	b.SetLeaderEpoch(0)
+	if t.logAppendTime {
+		now := time.Now().UnixMilli()
+		b.SetLogAppendTime(now)
+		sp.LogAppendTime = now
+	}
 	info, err := p.log.Append(recs)
 	if err != nil {
 		c.s.log.Error("append failed", "topic", p.topic, "partition", p.index, "error", err)
@@ -86,7 +92,10 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, p *partition, recs
 
 // validateProduceBatch applies Kafka's produce-time checks to recs, which
 // must be exactly one v2 batch, and maps failures to Kafka error codes.
-func validateProduceBatch(c *conn, version int16, recs []byte) (int16, string) {
+// With deep unset (strata.produce.validation=header) compressed batches are
+// trusted after the header and CRC checks. On compacted topics every record
+// must have a key.
+func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted bool) (int16, string) {
 	h, err := record.ParseEntryHeader(recs, 0)
 	if err != nil {
 		if errors.Is(err, record.ErrBadMagic) {
@@ -113,12 +122,26 @@ func validateProduceBatch(c *conn, version int16, recs []byte) (int16, string) {
 	if b.IsTransactional() {
 		return kerr.InvalidRecord.Code, "transactional batches are not supported"
 	}
+	if !deep && b.Codec() != record.CodecNone && !compacted {
+		return 0, ""
+	}
 	if err := b.ValidateDeepWith(0, &c.rr, true); err != nil {
 		switch {
 		case errors.Is(err, record.ErrCompression), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrCRC):
 			return kerr.CorruptMessage.Code, err.Error()
 		default:
 			return kerr.InvalidRecord.Code, err.Error()
+		}
+	}
+	if compacted {
+		c.rr.Reset(b, 0)
+		for rec, ok := c.rr.Next(); ok; rec, ok = c.rr.Next() {
+			if rec.Key == nil {
+				return kerr.InvalidRecord.Code, "compacted topic: a record has no key"
+			}
+		}
+		if err := c.rr.Err(); err != nil {
+			return kerr.CorruptMessage.Code, err.Error()
 		}
 	}
 	return 0, ""

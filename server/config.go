@@ -32,7 +32,14 @@ type Config struct {
 	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
 	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000)
 	ShutdownTimeoutMs     int64      // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
-	Unknown               []string   // keys seen but not understood (warned about)
+	TimestampType         string     // log.message.timestamp.type: CreateTime (default) or LogAppendTime
+	CleanupPolicy         string     // log.cleanup.policy: delete (default), compact or both
+	// ProduceValidation is strata.produce.validation: "full" (default, as
+	// Kafka: compressed batches are decompressed to check every record) or
+	// "header" (trust a compressed batch after its header and CRC checks,
+	// except on compacted topics, whose records must be checked for keys).
+	ProduceValidation string
+	Unknown           []string // keys seen but not understood (warned about)
 }
 
 // Listener is one PLAINTEXT://host:port endpoint.
@@ -75,6 +82,9 @@ func DefaultConfig() *Config {
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
 		ConnectionsMaxIdleMs:  600000,
 		ShutdownTimeoutMs:     30000,
+		TimestampType:         "CreateTime",
+		CleanupPolicy:         "delete",
+		ProduceValidation:     "full",
 	}
 }
 
@@ -333,6 +343,12 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.SocketRequestMaxBytes = int32(n)
 	case "connections.max.idle.ms":
 		c.ConnectionsMaxIdleMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.message.timestamp.type":
+		c.TimestampType = v
+	case "log.cleanup.policy":
+		c.CleanupPolicy = v
+	case "strata.produce.validation":
+		c.ProduceValidation = v
 	case "strata.shutdown.timeout.ms":
 		c.ShutdownTimeoutMs, err = strconv.ParseInt(v, 10, 64)
 	default:
@@ -365,6 +381,15 @@ func (c *Config) Validate() error {
 		return bad("message.max.bytes %d must not be negative", c.MessageMaxBytes)
 	case c.SocketRequestMaxBytes < 1:
 		return bad("socket.request.max.bytes %d must be positive", c.SocketRequestMaxBytes)
+	}
+	if err := checkTimestampType(c.TimestampType); err != nil {
+		return bad("log.message.timestamp.type: %v", err)
+	}
+	if _, err := parseCleanupPolicy(c.CleanupPolicy); err != nil {
+		return bad("log.cleanup.policy: %v", err)
+	}
+	if c.ProduceValidation != "full" && c.ProduceValidation != "header" {
+		return bad("strata.produce.validation %q: want full or header", c.ProduceValidation)
 	}
 	for _, l := range c.AdvertisedListeners {
 		if l.Host == "" {
@@ -409,4 +434,30 @@ func parseListeners(v string) ([]Listener, error) {
 		return nil, fmt.Errorf("empty listener list")
 	}
 	return out, nil
+}
+
+func checkTimestampType(v string) error {
+	if v != "CreateTime" && v != "LogAppendTime" {
+		return fmt.Errorf("%q: want CreateTime or LogAppendTime", v)
+	}
+	return nil
+}
+
+// parseCleanupPolicy checks a cleanup.policy list and says whether it
+// includes compact.
+func parseCleanupPolicy(v string) (compact bool, err error) {
+	list := splitList(v)
+	if len(list) == 0 {
+		return false, fmt.Errorf("empty policy")
+	}
+	for _, p := range list {
+		switch p {
+		case "compact":
+			compact = true
+		case "delete":
+		default:
+			return false, fmt.Errorf("%q: want delete and/or compact", p)
+		}
+	}
+	return compact, nil
 }

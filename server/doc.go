@@ -33,7 +33,11 @@
 // against message.max.bytes, its framing and CRC, and decompresses it to
 // check records as Kafka's LogValidator does, then appends it unchanged but
 // for the base offset (patched by the log) and the partition leader epoch,
-// neither covered by the CRC.
+// neither covered by the CRC. On topics with
+// message.timestamp.type=LogAppendTime the batch is stamped with the append
+// time (CRC recomputed); on compacted topics (cleanup.policy=compact) every
+// record must have a key. strata.produce.validation=header trusts compressed
+// batches after the header and CRC checks (except on compacted topics).
 //
 // Fetch responses are framed by hand (fetch_write.go): everything but the
 // record bytes is encoded into a buffer, the frame size is computed up front

@@ -30,10 +30,12 @@ const (
 
 // topic is one topic's definition and open partitions.
 type topic struct {
-	name    string
-	id      [16]byte
-	configs map[string]string
-	parts   []*partition
+	name          string
+	id            [16]byte
+	configs       map[string]string
+	parts         []*partition
+	logAppendTime bool // message.timestamp.type=LogAppendTime
+	compacted     bool // cleanup.policy includes compact
 }
 
 // partition is one open partition log.
@@ -102,6 +104,9 @@ func (ts *topicStore) load() error {
 			return fmt.Errorf("%w: %s: bad topic entry %q", ErrDataDir, ts.topicsPath(), it.Name)
 		}
 		t := &topic{name: it.Name, id: uid, configs: it.Configs}
+		if err := ts.applyTopicConfigs(t); err != nil {
+			return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
+		}
 		if err := ts.openPartitions(t, it.Partitions); err != nil {
 			return err
 		}
@@ -232,6 +237,9 @@ func (ts *topicStore) create(name string, n int32, configs map[string]string, va
 		return nil, nil
 	}
 	t := &topic{name: strings.Clone(name), id: newUUID(), configs: configs, parts: make([]*partition, 0, n)}
+	if err := ts.applyTopicConfigs(t); err != nil {
+		return nil, err
+	}
 	if err := ts.persist(t); err != nil {
 		return nil, err
 	}
@@ -350,6 +358,28 @@ func (ts *topicStore) segmentOptions(configs map[string]string) (*segment.Option
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return o, nil
+}
+
+// applyTopicConfigs checks the produce-relevant topic configs (falling back
+// to the broker defaults) and sets t's flags.
+func (ts *topicStore) applyTopicConfigs(t *topic) error {
+	tt, ok := t.configs["message.timestamp.type"]
+	if !ok {
+		tt = ts.cfg.TimestampType
+	}
+	if err := checkTimestampType(tt); err != nil {
+		return fmt.Errorf("%w: message.timestamp.type %w", ErrConfig, err)
+	}
+	cp, ok := t.configs["cleanup.policy"]
+	if !ok {
+		cp = ts.cfg.CleanupPolicy
+	}
+	compact, err := parseCleanupPolicy(cp)
+	if err != nil {
+		return fmt.Errorf("%w: cleanup.policy %w", ErrConfig, err)
+	}
+	t.logAppendTime, t.compacted = tt == "LogAppendTime", compact
+	return nil
 }
 
 // close flushes and closes every log.
