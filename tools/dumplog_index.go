@@ -152,6 +152,10 @@ func (c *indexCheck) closeOpen(reason string) {
 // batch feeds the next batch of the log: its position, first and last
 // offsets (base may be a lower bound for legacy wrappers) and max timestamp.
 func (c *indexCheck) batch(pos, base, last, maxTs int64) {
+	if c.open != nil && c.next < len(c.ix) && c.ix[c.next].pos <= pos {
+		// This batch starts the next entry's chunk, not the open one's.
+		c.closeOpen(fmt.Sprintf("no batch before the next entry's position %d ends at this offset", c.ix[c.next].pos))
+	}
 	if c.open != nil {
 		switch {
 		case last == c.open.off:

@@ -100,7 +100,7 @@ func seekOffset(logPath string, base, from, logSize int64) int64 {
 	if err != nil {
 		return 0
 	}
-	pos := int64(0)
+	pos, posOff := int64(0), int64(-1)
 	prevOff, prevPos := int64(-1), int64(-1)
 	for _, e := range ix {
 		if e.off <= prevOff || e.pos <= prevPos || e.pos >= logSize {
@@ -108,7 +108,7 @@ func seekOffset(logPath string, base, from, logSize int64) int64 {
 		}
 		prevOff, prevPos = e.off, e.pos
 		if e.off < from {
-			pos = e.pos
+			pos, posOff = e.pos, e.off
 		}
 	}
 	// The entry must point at something framed like an entry.
@@ -122,10 +122,12 @@ func seekOffset(logPath string, base, from, logSize int64) int64 {
 		if _, err := f.ReadAt(h[:], pos); err != nil {
 			return 0
 		}
-		if _, err := record.ParseEntryHeader(h[:], pos); err != nil && !record.IsCorruption(err) {
+		eh, err := record.ParseEntryHeader(h[:], pos)
+		if err != nil && !isTruncatedOnly(err) {
 			return 0
-		} else if err != nil && !isTruncatedOnly(err) {
-			return 0
+		}
+		if eh.Offset > posOff || eh.Offset < base {
+			return 0 // not the batch the entry claims
 		}
 	}
 	return pos
