@@ -32,6 +32,7 @@ type Config struct {
 	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
 	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000)
 	ShutdownTimeoutMs     int64      // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
+	RetentionCheckMs      int64      // log.retention.check.interval.ms (default 300000)
 	TimestampType         string     // log.message.timestamp.type: CreateTime (default) or LogAppendTime
 	CleanupPolicy         string     // log.cleanup.policy: delete (default), compact or both
 	// ProduceValidation is strata.produce.validation: "full" (default, as
@@ -82,6 +83,7 @@ func DefaultConfig() *Config {
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
 		ConnectionsMaxIdleMs:  600000,
 		ShutdownTimeoutMs:     30000,
+		RetentionCheckMs:      300000,
 		TimestampType:         "CreateTime",
 		CleanupPolicy:         "delete",
 		ProduceValidation:     "full",
@@ -349,6 +351,8 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.CleanupPolicy = v
 	case "strata.produce.validation":
 		c.ProduceValidation = v
+	case "log.retention.check.interval.ms":
+		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
 	case "strata.shutdown.timeout.ms":
 		c.ShutdownTimeoutMs, err = strconv.ParseInt(v, 10, 64)
 	default:
@@ -377,6 +381,8 @@ func (c *Config) Validate() error {
 		return bad("log.roll.ms %d must be positive", c.SegmentMs)
 	case c.FlushMessages < 1 || c.FlushMs < 1:
 		return bad("log.flush.interval.* must be positive")
+	case c.RetentionCheckMs < 1:
+		return bad("log.retention.check.interval.ms %d must be positive", c.RetentionCheckMs)
 	case c.MessageMaxBytes < 0:
 		return bad("message.max.bytes %d must not be negative", c.MessageMaxBytes)
 	case c.SocketRequestMaxBytes < 1:

@@ -35,6 +35,7 @@ type Server struct {
 	done    chan struct{} // closed when shutdown begins
 	connWG  sync.WaitGroup
 	accWG   sync.WaitGroup
+	bgWG    sync.WaitGroup // background jobs (retention)
 	nextID  atomic.Uint64
 	closeMu sync.Mutex
 	closed  bool
@@ -83,6 +84,8 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		s.listeners = append(s.listeners, ln)
 	}
 	s.advertised = s.advertise()
+	s.bgWG.Add(1)
+	go s.retentionLoop()
 	for _, ln := range s.listeners {
 		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
 			"node_id", cfg.NodeID, "cluster_id", s.topics.clusterID, "log_dirs", cfg.LogDirs)
@@ -201,6 +204,7 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		<-finished
 	}
+	s.bgWG.Wait()
 	s.stopErr = s.topics.close()
 	if s.stopErr != nil {
 		s.log.Error("closing logs", "error", s.stopErr)

@@ -111,3 +111,45 @@ func TestHeaderValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestRetention: the background job applies retention.bytes; fetches below
+// the new log start offset are OFFSET_OUT_OF_RANGE and ListOffsets earliest
+// follows it.
+func TestRetention(t *testing.T) {
+	s := startServer(t, t.TempDir(), "log.retention.check.interval.ms=20")
+	r := dialRaw(t, s)
+	if c := createWithConfigs(t, r, "ret", "segment.bytes", "4096", "retention.bytes", "8192"); c != 0 {
+		t.Fatal(c)
+	}
+	for i := range 20 {
+		p := r.roundTrip(produceRequest("ret", 0, makeBatch(t, 1, 1000), 9), int32(i)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatal(p.ErrorCode)
+		}
+	}
+	l := s.topics.partition("ret", 0).log
+	deadline := time.Now().Add(10 * time.Second)
+	for l.LogStartOffset() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("retention never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := l.LogStartOffset()
+	req := fetchRequest(12, "ret", 0, 0)
+	req.MaxWaitMillis = 0
+	if p := r.roundTrip(req, 100).(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.LogStartOffset < start {
+		t.Fatalf("fetch below log start: %+v", p)
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = 7
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "ret"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -2
+	rt.Partitions = append(rt.Partitions, rp)
+	lo.Topics = append(lo.Topics, rt)
+	if p := r.roundTrip(lo, 101).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; p.Offset < start || p.Offset >= 20 {
+		t.Fatalf("earliest %d, log start %d", p.Offset, start)
+	}
+}
