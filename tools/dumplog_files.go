@@ -137,6 +137,35 @@ func (d *dumper) sanityCheck(path, kind string, base int64) error {
 // lastOffset, lastStableOffset (int64 each).
 const txnEntrySize = 34
 
+type txnEntry struct {
+	version                    int16
+	pid, first, last, lastStab int64
+}
+
+// parseTxnIndex decodes a .txnindex and checks it as Kafka's sanity check
+// does (version 0, last offset not below the segment base, whole entries).
+func parseTxnIndex(path string, b []byte, base int64) ([]txnEntry, []problem) {
+	be := binary.BigEndian
+	var out []txnEntry
+	var probs []problem
+	n := len(b) / txnEntrySize
+	for i := 0; i < n; i++ {
+		e := b[i*txnEntrySize:]
+		t := txnEntry{int16(be.Uint16(e)), int64(be.Uint64(e[2:])), int64(be.Uint64(e[10:])), int64(be.Uint64(e[18:])), int64(be.Uint64(e[26:]))}
+		out = append(out, t)
+		if t.version != 0 {
+			probs = append(probs, problem{file: path, pos: int64(i * txnEntrySize), offset: t.first, kind: kindTxnIndex, message: fmt.Sprintf("entry %d has version %d, want 0", i, t.version)})
+		}
+		if t.last < base {
+			probs = append(probs, problem{file: path, pos: int64(i * txnEntrySize), offset: t.last, kind: kindTxnIndex, message: fmt.Sprintf("entry %d: last offset %d is below the segment base %d", i, t.last, base)})
+		}
+	}
+	if r := len(b) % txnEntrySize; r != 0 {
+		probs = append(probs, problem{file: path, pos: int64(n * txnEntrySize), offset: -1, kind: kindTxnIndex, message: fmt.Sprintf("file length %d is not a multiple of %d", len(b), txnEntrySize)})
+	}
+	return out, probs
+}
+
 func (d *dumper) dumpTxnIndex(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -145,32 +174,18 @@ func (d *dumper) dumpTxnIndex(path string) error {
 	if len(b) == 0 && !d.json {
 		d.o.str(path).str(" is empty.").line()
 	}
-	be := binary.BigEndian
-	base := baseOf(path)
-	n := len(b) / txnEntrySize
-	for i := 0; i < n; i++ {
-		e := b[i*txnEntrySize:]
-		ver := int16(be.Uint16(e))
-		pid := int64(be.Uint64(e[2:]))
-		first := int64(be.Uint64(e[10:]))
-		last := int64(be.Uint64(e[18:]))
-		lso := int64(be.Uint64(e[26:]))
+	es, probs := parseTxnIndex(path, b, baseOf(path))
+	for _, t := range es {
 		if d.json {
-			d.o.str(`{"type":"txn_entry","file":`).jstr(path).str(`,"version":`).int(int64(ver)).str(`,"producerId":`).int(pid).
-				str(`,"firstOffset":`).int(first).str(`,"lastOffset":`).int(last).str(`,"lastStableOffset":`).int(lso).str("}").line()
+			d.o.str(`{"type":"txn_entry","file":`).jstr(path).str(`,"version":`).int(int64(t.version)).str(`,"producerId":`).int(t.pid).
+				str(`,"firstOffset":`).int(t.first).str(`,"lastOffset":`).int(t.last).str(`,"lastStableOffset":`).int(t.lastStab).str("}").line()
 		} else {
-			d.o.str("version: ").int(int64(ver)).str(" producerId: ").int(pid).str(" firstOffset: ").int(first).
-				str(" lastOffset: ").int(last).str(" lastStableOffset: ").int(lso).line()
-		}
-		if ver != 0 {
-			d.problem(problem{file: path, pos: int64(i * txnEntrySize), offset: first, kind: kindTxnIndex, message: fmt.Sprintf("entry %d has version %d, want 0", i, ver)})
-		}
-		if last < base {
-			d.problem(problem{file: path, pos: int64(i * txnEntrySize), offset: last, kind: kindTxnIndex, message: fmt.Sprintf("entry %d: last offset %d is below the segment base %d", i, last, base)})
+			d.o.str("version: ").int(int64(t.version)).str(" producerId: ").int(t.pid).str(" firstOffset: ").int(t.first).
+				str(" lastOffset: ").int(t.last).str(" lastStableOffset: ").int(t.lastStab).line()
 		}
 	}
-	if r := len(b) % txnEntrySize; r != 0 {
-		d.problem(problem{file: path, pos: int64(n * txnEntrySize), offset: -1, kind: kindTxnIndex, message: fmt.Sprintf("file length %d is not a multiple of %d", len(b), txnEntrySize)})
+	for _, p := range probs {
+		d.problem(p)
 	}
 	return nil
 }
@@ -182,22 +197,28 @@ const (
 	snapshotEntrySize  = 46
 )
 
-func (d *dumper) dumpSnapshot(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
+type snapEntry struct {
+	pid                   int64
+	epoch                 int16
+	lastSeq, delta, coord int32
+	lastOff, ts, txnFirst int64
+}
+
+// parseSnapshot decodes a producer-state snapshot, checking version, CRC and
+// length.
+func parseSnapshot(path string, b []byte) ([]snapEntry, []problem) {
+	var probs []problem
 	bad := func(pos int64, format string, args ...any) {
-		d.problem(problem{file: path, pos: pos, offset: -1, kind: kindSnapshot, message: fmt.Sprintf(format, args...)})
+		probs = append(probs, problem{file: path, pos: pos, offset: -1, kind: kindSnapshot, message: fmt.Sprintf(format, args...)})
 	}
 	if len(b) < snapshotHeaderSize {
 		bad(0, "%d bytes, a snapshot has at least %d", len(b), snapshotHeaderSize)
-		return nil
+		return nil, probs
 	}
 	be := binary.BigEndian
 	if v := int16(be.Uint16(b)); v != 1 {
 		bad(0, "version %d, want 1", v)
-		return nil
+		return nil, probs
 	}
 	if got, want := record.CRC32C(b[6:]), be.Uint32(b[2:]); got != want {
 		bad(2, "stored CRC %d, computed %d", want, got)
@@ -207,28 +228,40 @@ func (d *dumper) dumpSnapshot(path string) error {
 		bad(6, "count %d does not match the file length %d", count, len(b))
 		count = max(0, min(count, int64(len(b)-snapshotHeaderSize)/snapshotEntrySize))
 	}
+	out := make([]snapEntry, 0, count)
 	for i := int64(0); i < count; i++ {
 		e := b[snapshotHeaderSize+i*snapshotEntrySize:]
-		pid := int64(be.Uint64(e))
-		epoch := int16(be.Uint16(e[8:]))
-		lastSeq := int32(be.Uint32(e[10:]))
-		lastOff := int64(be.Uint64(e[14:]))
-		delta := int32(be.Uint32(e[22:]))
-		ts := int64(be.Uint64(e[26:]))
-		coord := int32(be.Uint32(e[34:]))
-		txnFirst := int64(be.Uint64(e[38:]))
-		firstSeq := decSequence(lastSeq, delta)
+		out = append(out, snapEntry{
+			pid: int64(be.Uint64(e)), epoch: int16(be.Uint16(e[8:])), lastSeq: int32(be.Uint32(e[10:])),
+			lastOff: int64(be.Uint64(e[14:])), delta: int32(be.Uint32(e[22:])), ts: int64(be.Uint64(e[26:])),
+			coord: int32(be.Uint32(e[34:])), txnFirst: int64(be.Uint64(e[38:])),
+		})
+	}
+	return out, probs
+}
+
+func (d *dumper) dumpSnapshot(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	es, probs := parseSnapshot(path, b)
+	for _, e := range es {
+		firstSeq := decSequence(e.lastSeq, e.delta)
 		if d.json {
-			d.o.str(`{"type":"snapshot_entry","file":`).jstr(path).str(`,"producerId":`).int(pid).str(`,"producerEpoch":`).int(int64(epoch)).
-				str(`,"coordinatorEpoch":`).int(int64(coord)).str(`,"currentTxnFirstOffset":`).int(txnFirst).
-				str(`,"lastTimestamp":`).int(ts).str(`,"firstSequence":`).int(int64(firstSeq)).str(`,"lastSequence":`).int(int64(lastSeq)).
-				str(`,"lastOffset":`).int(lastOff).str(`,"offsetDelta":`).int(int64(delta)).str(`,"timestamp":`).int(ts).str("}").line()
+			d.o.str(`{"type":"snapshot_entry","file":`).jstr(path).str(`,"producerId":`).int(e.pid).str(`,"producerEpoch":`).int(int64(e.epoch)).
+				str(`,"coordinatorEpoch":`).int(int64(e.coord)).str(`,"currentTxnFirstOffset":`).int(e.txnFirst).
+				str(`,"lastTimestamp":`).int(e.ts).str(`,"firstSequence":`).int(int64(firstSeq)).str(`,"lastSequence":`).int(int64(e.lastSeq)).
+				str(`,"lastOffset":`).int(e.lastOff).str(`,"offsetDelta":`).int(int64(e.delta)).str(`,"timestamp":`).int(e.ts).str("}").line()
 		} else {
-			d.o.str("producerId: ").int(pid).str(" producerEpoch: ").int(int64(epoch)).str(" coordinatorEpoch: ").int(int64(coord)).
-				str(" currentTxnFirstOffset: ").int(txnFirst).str(" lastTimestamp: ").int(ts).
-				str(" firstSequence: ").int(int64(firstSeq)).str(" lastSequence: ").int(int64(lastSeq)).
-				str(" lastOffset: ").int(lastOff).str(" offsetDelta: ").int(int64(delta)).str(" timestamp: ").int(ts).line()
+			d.o.str("producerId: ").int(e.pid).str(" producerEpoch: ").int(int64(e.epoch)).str(" coordinatorEpoch: ").int(int64(e.coord)).
+				str(" currentTxnFirstOffset: ").int(e.txnFirst).str(" lastTimestamp: ").int(e.ts).
+				str(" firstSequence: ").int(int64(firstSeq)).str(" lastSequence: ").int(int64(e.lastSeq)).
+				str(" lastOffset: ").int(e.lastOff).str(" offsetDelta: ").int(int64(e.delta)).str(" timestamp: ").int(e.ts).line()
 		}
+	}
+	for _, p := range probs {
+		d.problem(p)
 	}
 	return nil
 }

@@ -38,7 +38,9 @@ directory (a log.dirs entry: partition directories and checkpoint files), or sin
     deletion; strata recover finishes them);
   leader-epoch-checkpoint, and in a data directory the offset checkpoints
     (recovery point, log start, replication, cleaner): parseable, and every offset
-    within [0, log end offset] of its partition.
+    within [0, log end offset] of its partition;
+  producer snapshots (.snapshot: version, CRC, length) and transaction indexes
+    (.txnindex: version, whole entries, offsets not below the segment base).
 
 Each problem is printed with its file, byte position and offset, then a summary.
 verify only reads: it takes no lock, so it also runs beside a live broker (whose
@@ -321,6 +323,10 @@ func (v *verifier) partition(dir string) (partInfo, error) {
 			segs[base] = s
 		}
 		switch suffix {
+		case segment.SnapshotSuffix:
+			v.sideFile(filepath.Join(dir, n), func(path string, b []byte) []problem { _, p := parseSnapshot(path, b); return p })
+		case segment.TxnIndexSuffix:
+			v.sideFile(filepath.Join(dir, n), func(path string, b []byte) []problem { _, p := parseTxnIndex(path, b, base); return p })
 		case segment.LogSuffix:
 			s.log = true
 		case segment.IndexSuffix:
@@ -456,4 +462,16 @@ func plural(n int64, what string) string {
 		return "1 " + what
 	}
 	return strconv.FormatInt(n, 10) + " " + what + "s"
+}
+
+// sideFile checks a producer snapshot or transaction index with check.
+func (v *verifier) sideFile(path string, check func(string, []byte) []problem) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		v.report(problem{file: path, pos: 0, offset: -1, kind: "io", message: err.Error()})
+		return
+	}
+	for _, p := range check(path, b) {
+		v.report(p)
+	}
 }

@@ -236,6 +236,12 @@ func TestVerifyDamage(t *testing.T) {
 			write(t, sw, []byte("x"))
 			return want{filepath.Base(sw), kindLeftover, 0}
 		}},
+		{"producer snapshot with a bad CRC", func(t *testing.T, p *testPartition) want {
+			snap := filepath.Join(p.dir, fmt.Sprintf("%020d.snapshot", p.logEnd))
+			b := []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0} // version 1, CRC 0 (wrong: CRC-32C of the count is not 0), no producers
+			write(t, snap, b)
+			return want{filepath.Base(snap), kindSnapshot, 2}
+		}},
 		{"offsets going back", func(t *testing.T, p *testPartition) want {
 			b, _ := os.ReadFile(p.logs[1])
 			pos := p.batchPos[1][3]
