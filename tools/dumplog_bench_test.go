@@ -38,18 +38,21 @@ func TestDumplogDeepJSONAllocs(t *testing.T) {
 		t.Skip()
 	}
 	small, large := writeBenchLog(t, 2), writeBenchLog(t, 20)
-	allocs := func(p string) float64 {
-		return testing.AllocsPerRun(3, func() {
-			if code := Main([]string{"strata", "dumplog", "--deep-iteration", "--json", p}, io.Discard, io.Discard); code != 0 {
-				t.Fatalf("exit %d", code)
-			}
-		})
-	}
-	a2, a20 := allocs(small), allocs(large)
-	// 18 more batches, 18000 more records: allow a few allocations of
-	// slack (buffer growth), not one per batch.
-	if a20-a2 > 10 {
-		t.Errorf("allocations grow with the data: %v for 2 batches, %v for 20", a2, a20)
+	for _, flags := range [][]string{{"--json"}, {"--json", "--print-data"}, {"--print-data", "--data-encoding", "hex"}} {
+		allocs := func(p string) float64 {
+			return testing.AllocsPerRun(3, func() {
+				args := append(append([]string{"strata", "dumplog", "--deep-iteration"}, flags...), p)
+				if code := Main(args, io.Discard, io.Discard); code != 0 {
+					t.Fatalf("exit %d", code)
+				}
+			})
+		}
+		a2, a20 := allocs(small), allocs(large)
+		// 18 more batches, 18000 more records: allow a few allocations of
+		// slack (buffer growth), not one per batch.
+		if a20-a2 > 10 {
+			t.Errorf("%v: allocations grow with the data: %v for 2 batches, %v for 20", flags, a2, a20)
+		}
 	}
 }
 

@@ -153,7 +153,16 @@ func (o *out) jdata(b []byte, e dataEncoding, scratch *[]byte) *out {
 		o.buf = append(o.buf, '"')
 		return o
 	}
+	// Text rendering leaves only printable, valid UTF-8: JSON needs just the
+	// quote and the backslash escaped.
 	*scratch = appendData((*scratch)[:0], b, e)
-	o.buf = appendJSONString(o.buf, string(*scratch))
+	o.buf = append(o.buf, '"')
+	for _, c := range *scratch {
+		if c == '"' || c == '\\' {
+			o.buf = append(o.buf, '\\')
+		}
+		o.buf = append(o.buf, c)
+	}
+	o.buf = append(o.buf, '"')
 	return o
 }
