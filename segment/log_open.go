@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"time"
@@ -180,12 +181,20 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 	}
 	for i := 0; i < len(segs); i++ {
 		s := segs[i]
+		limit := int64(math.MaxInt64)
+		if i+1 < len(segs) {
+			limit = segs[i+1].base
+		}
 		if i < first || o.CleanShutdown {
 			var err error
 			if missingIndex[s.base] {
 				err = fmt.Errorf("%w: %s: index file missing", errIndexMismatch, s.Path(IndexSuffix))
 			} else if err = s.loadTail(); err == nil {
 				err = s.checkIndexes()
+			}
+			if err == nil && s.next.Load() > limit {
+				err = fmt.Errorf("%w: %s: offsets up to %d reach the next segment's base %d",
+					errIndexMismatch, s.Path(LogSuffix), s.next.Load()-1, limit)
 			}
 			if err == nil {
 				continue
@@ -196,7 +205,7 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 			o.Logger.Warn("rebuilding segment indexes", "dir", s.dir, "base", s.base, "reason", err)
 			rep.IndexesRebuilt++
 		}
-		res, err := s.recover(writable)
+		res, err := s.recoverBelow(writable, limit)
 		if err != nil {
 			return 0, err
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/stratalog/strata/record"
 )
@@ -88,6 +89,13 @@ type RecoverResult struct {
 // invalid entry (Kafka's LogSegment.recover). I/O errors are returned; corruption
 // is reported in the result.
 func (s *Segment) recover(writable bool) (RecoverResult, error) {
+	return s.recoverBelow(writable, math.MaxInt64)
+}
+
+// recoverBelow is recover for a segment followed by one based at limit: an entry
+// whose offsets reach limit is invalid too (the segments' offset ranges must not
+// overlap, or lookups by offset go to the wrong segment).
+func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error) {
 	var res RecoverResult
 	st, err := s.log.Stat()
 	if err != nil {
@@ -112,6 +120,11 @@ func (s *Segment) recover(writable bool) (RecoverResult, error) {
 		if h.Offset < next && (res.Batches > 0 || h.Offset < s.base) {
 			res.Err = fmt.Errorf("%s: %w", s.Path(LogSuffix), record.Corrupt(record.ErrBadRecord, pos, h.Offset,
 				"offset %d does not follow the previous last offset %d", h.Offset, next-1))
+			break
+		}
+		if h.LastOffset >= limit {
+			res.Err = fmt.Errorf("%s: %w", s.Path(LogSuffix), record.Corrupt(record.ErrBadRecord, pos, h.Offset,
+				"last offset %d reaches the next segment's base offset %d", h.LastOffset, limit))
 			break
 		}
 		if h.LastOffset-s.base > 1<<31-1 {
