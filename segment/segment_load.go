@@ -31,10 +31,10 @@ func (s *Segment) loadTail() error {
 	if s.timeIdx.Entries() > 0 {
 		maxTs, offMax = s.timeIdx.LastEntry()
 	}
+	// The next offset comes from the log alone, never from the index: an index
+	// entry claiming more than the batches from its position hold is caught by
+	// checkIndexes instead of extending the log.
 	next := s.base
-	if s.offIdx.Entries() > 0 {
-		next = s.offIdx.LastOffset() + 1
-	}
 	r := headerReaders.Get().(*headerReader)
 	defer headerReaders.Put(r)
 	r.fileSize, r.n = size, 0
