@@ -73,7 +73,7 @@ type logScan struct {
 
 // scanReadSize is the FileScanner read size: large sequential reads keep a
 // page-cached scan close to memory bandwidth.
-const scanReadSize = 2 << 20
+const scanReadSize = 1 << 20
 
 func (s *logScan) reset(f *os.File, file string, size, start, end, maxEntry int64) {
 	s.f, s.file, s.size, s.end, s.stop, s.maxSize = f, file, size, end, nil, maxEntry

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/stratalog/strata/internal/checkpoint"
 	"github.com/stratalog/strata/segment"
@@ -85,11 +86,13 @@ func runVerify(c *cli.Context) error {
 		return usageErr("verify: --max-message-size must not be negative")
 	}
 	v := &verifier{o: newOut(c.App.Writer), stderr: c.App.ErrWriter, json: c.Bool("json"), maxEntry: c.Int64("max-message-size")}
-	var total int64
-	for _, p := range c.Args().Slice() {
-		total += logBytes(p)
+	if isTerminal(v.stderr) { // sizing the work costs a walk: only for a bar
+		var total int64
+		for _, p := range c.Args().Slice() {
+			total += logBytes(p)
+		}
+		v.prog = newProgress(v.stderr, total, "verify")
 	}
-	v.prog = newProgress(v.stderr, total, "verify")
 	start := time.Now()
 	var failed error
 	for _, p := range c.Args().Slice() {
@@ -111,6 +114,12 @@ func runVerify(c *cli.Context) error {
 		return &exitError{code: ExitProblems, err: fmt.Errorf("verify: %s found", plural(v.problems, "problem"))}
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a terminal (progress bars go only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // logBytes is the size of the .log files under p (for the progress bar).
