@@ -70,7 +70,7 @@ func TestOpen1000PartitionsClean(t *testing.T) {
 		best = min(best, openWide(t, dir, n))
 	}
 	t.Logf("OpenDataDir of %d cleanly shut down partitions: %v (best of 5)", n, best)
-	if best > 300*time.Millisecond {
+	if best > 300*time.Millisecond && !raceEnabled {
 		t.Fatalf("OpenDataDir of %d partitions took %v, want < 0.3 s", n, best)
 	}
 }
