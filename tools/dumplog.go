@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -221,6 +222,15 @@ func (d *dumper) dumpFile(path string) error {
 	switch kind {
 	case segment.LogSuffix:
 		if d.verifyOnly || d.sanity {
+			// Check the segment's indexes (those that exist).
+			for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+				ix := strings.TrimSuffix(path, segment.LogSuffix) + s
+				if _, err := os.Stat(ix); err == nil {
+					if err := d.dumpIndex(ix, s); err != nil {
+						return err
+					}
+				}
+			}
 			return nil
 		}
 		return d.dumpLog(path)

@@ -405,6 +405,10 @@ func TestDumplogIndexModes(t *testing.T) {
 	if code != 0 || strings.Contains(stdout, "PROBLEM") {
 		t.Errorf("verify-index-only on a good index: exit %d\n%s%s", code, stdout, stderr)
 	}
+	stdout, _, code = run(t, "dumplog", "--verify-index-only", filepath.Join("testdata", "compacted", seg0+".log"))
+	if code != 0 || strings.Count(stdout, "every entry matches") != 2 {
+		t.Errorf("verify-index-only of a .log checks its two indexes: exit %d\n%s", code, stdout)
+	}
 	stdout, _, code = run(t, "dumplog", "--index-sanity-check", ix, tix)
 	if code != 0 || strings.Count(stdout, "passed sanity check") != 2 {
 		t.Errorf("index-sanity-check: exit %d\n%s", code, stdout)
