@@ -36,7 +36,7 @@ N). Gaps between record offsets (legal after compaction) go to stderr. A batch w
 CRC does not match prints isvalid: false; bytes at the end that do not form an entry
 print "Found N invalid bytes at the end of FILE"; both make the exit status 1.
 
---verify-index-only checks every .index/.timeindex entry against the segment's .log
+--verify-index-only checks every .index/.timeindex entry (given a .log: its indexes) against the .log
 (an offset entry is valid when its position is a batch start and its offset lies in
 that batch, or is the last offset of a later batch of the chunk indexed there) and
 prints only the problems. --index-sanity-check runs Kafka's start-up checks.
