@@ -64,7 +64,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		unlock, err := o.Lock(dir)
 		if err != nil {
 			if errors.Is(err, vfs.ErrLocked) {
-				return nil, rep, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+				return nil, rep, fmt.Errorf("%w (is a broker or another strata process using it?): %w", ErrLocked, err)
 			}
 			return nil, rep, fmt.Errorf("recovery: lock %s: %w", dir, err)
 		}
