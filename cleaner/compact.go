@@ -118,10 +118,10 @@ func PartitionOf(dir string) (checkpoint.TopicPartition, bool) {
 // files are repaired and torn tails cut, but whole segments are not rescanned);
 // every batch the pass copies has its CRC checked and a corrupt one fails the
 // pass with nothing swapped in for its group: run recovery first.
-func CompactDir(dir string, opts *CompactOptions) (Report, error) {
+func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 	t0 := time.Now()
 	o := opts.ensureDefaults()
-	rep := Report{Dir: dir, DryRun: o.DryRun}
+	rep = Report{Dir: dir, DryRun: o.DryRun}
 	if _, err := o.FS.Stat(dir); err != nil {
 		return rep, fmt.Errorf("cleaner: %w", err)
 	}
