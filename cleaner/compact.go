@@ -177,11 +177,12 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 			firstDirty = v
 		}
 	}
-	m, err := NewOffsetMap(mapBytesFor(o.DedupeBufferBytes, rep.BytesBefore), o.LoadFactor)
+	m, err := NewOffsetMap(o.DedupeBufferBytes, o.LoadFactor)
 	if err != nil {
 		return rep, err
 	}
-	rep.MapSlots, rep.MapBytesPerEntry = m.Slots(), SlotBytes
+	rep.MapBytesPerEntry = SlotBytes
+	defer func() { rep.MapSlots = m.Slots() }()
 	st, err := clean(l, m, firstDirty, passOptions{
 		now:                o.Now(),
 		deleteRetentionMs:  o.DeleteRetentionMs,
@@ -213,12 +214,4 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 	}
 	rep.Duration = time.Since(t0)
 	return rep, nil
-}
-
-// mapBytesFor sizes an offline pass's map: the dedupe buffer, but no more than
-// a log of logBytes could need (every record takes at least 7 bytes plus its
-// batch's share of the 61-byte header).
-func mapBytesFor(buffer, logBytes int64) int64 {
-	need := (logBytes/8 + 1024) * SlotBytes * 10 / 9
-	return min(buffer, need)
 }

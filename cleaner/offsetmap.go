@@ -21,19 +21,27 @@ const MaxOffsetSpan = math.MaxInt32
 // seed2 seeds the second xxhash of a key; the first uses seed 0.
 const seed2 = 0x9e3779b97f4a7c15
 
-// OffsetMap maps key fingerprints to the last offset seen, in one preallocated
-// byte slice of 16-byte slots with linear probing (see the package doc). It
-// holds at most loadFactor × slots keys; a full map ends the pass early. Not
-// safe for concurrent use.
+// OffsetMap maps key fingerprints to the last offset seen, in one byte slice of
+// 16-byte slots with linear probing (see the package doc). The slice starts
+// small and doubles (rehashing) while the load passes loadFactor, up to the
+// memory given, so a pass over few keys touches little memory; at full size it
+// holds at most loadFactor × slots keys and a full map ends the pass early.
+// Not safe for concurrent use.
 type OffsetMap struct {
 	buf        []byte
 	slots      uint64
+	maxSlots   uint64
+	loadFactor float64
+	grow       int // entries that trigger the next doubling
 	maxEntries int
 	entries    int
 	base       int64
 	latest     int64
 	d          *xxhash.Digest
 }
+
+// initialSlots is the starting size of a map (1 MiB).
+const initialSlots = 1 << 16
 
 // NewOffsetMap allocates a map using memory bytes (rounded down to whole slots)
 // and holding up to loadFactor of its slots.
@@ -43,8 +51,8 @@ func NewOffsetMap(memory int64, loadFactor float64) (*OffsetMap, error) {
 		return nil, fmt.Errorf("%w: offset map of %d bytes, load factor %g", ErrInvalidConfig, memory, loadFactor)
 	}
 	m := &OffsetMap{
-		buf:        make([]byte, slots*SlotBytes),
-		slots:      uint64(slots),
+		maxSlots:   uint64(slots),
+		loadFactor: loadFactor,
 		maxEntries: int(float64(slots) * loadFactor),
 		d:          xxhash.NewWithSeed(seed2),
 		latest:     -1,
@@ -52,7 +60,27 @@ func NewOffsetMap(memory int64, loadFactor float64) (*OffsetMap, error) {
 	if m.maxEntries < 1 {
 		m.maxEntries = 1
 	}
+	m.resize(min(m.maxSlots, initialSlots))
 	return m, nil
+}
+
+// resize moves the entries to a table of n slots.
+func (m *OffsetMap) resize(n uint64) {
+	old, oldSlots := m.buf, m.slots
+	m.buf = make([]byte, n*SlotBytes)
+	m.slots = n
+	m.grow = int(float64(n) * m.loadFactor)
+	if n == m.maxSlots {
+		m.grow = m.maxEntries
+	}
+	for i := uint64(0); i < oldSlots; i++ {
+		s := old[i*SlotBytes : i*SlotBytes+SlotBytes]
+		if binary.LittleEndian.Uint32(s[12:]) == 0 {
+			continue
+		}
+		j, _ := m.find(binary.LittleEndian.Uint64(s[0:]), binary.LittleEndian.Uint32(s[8:]))
+		copy(m.buf[j*SlotBytes:], s)
+	}
 }
 
 // Reset empties the map for a pass whose first mapped offset is base.
@@ -71,10 +99,13 @@ func (m *OffsetMap) Base() int64 { return m.base }
 // Len is the number of distinct fingerprints stored.
 func (m *OffsetMap) Len() int { return m.entries }
 
-// Slots is the number of slots allocated.
+// Slots is the number of slots allocated now.
 func (m *OffsetMap) Slots() int { return int(m.slots) }
 
-// MaxEntries is how many keys the map accepts (slots × load factor).
+// MaxSlots is the number of slots at full size.
+func (m *OffsetMap) MaxSlots() int { return int(m.maxSlots) }
+
+// MaxEntries is how many keys the map accepts (max slots × load factor).
 func (m *OffsetMap) MaxEntries() int { return m.maxEntries }
 
 // Room reports whether n more keys surely fit.
@@ -108,6 +139,10 @@ func (m *OffsetMap) Put(key []byte, offset int64) error {
 	}
 	h1, h2 := m.fingerprint(key)
 	i, found := m.find(h1, h2)
+	if !found && m.entries >= m.grow && m.slots < m.maxSlots {
+		m.resize(min(m.slots*2, m.maxSlots))
+		i, _ = m.find(h1, h2)
+	}
 	s := m.buf[i*SlotBytes : i*SlotBytes+SlotBytes]
 	if !found {
 		if m.entries >= m.maxEntries {

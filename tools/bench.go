@@ -21,6 +21,7 @@ func benchCommand() *cli.Command {
 		Usage: "benchmark the log on a disk, beside the disk's own limits",
 		Subcommands: []*cli.Command{
 			benchLogCommand(),
+			benchCleanCommand(),
 			benchRecoverCommand(),
 		},
 	}
