@@ -55,9 +55,12 @@
 //
 // # Offset map format
 //
-// One preallocated byte slice of 16-byte slots (Kafka's SkimpyOffsetMap slot
-// is 24: MD5 plus an int64), so the same log.cleaner.dedupe.buffer.size holds
-// 1.5 times as many keys. A slot is
+// One byte slice of 16-byte slots (Kafka's SkimpyOffsetMap slot is 24: MD5
+// plus an int64), so the same log.cleaner.dedupe.buffer.size holds 1.5 times
+// as many keys. Unlike Kafka's, the slice starts at 1 MiB and doubles
+// (rehashing from the stored fingerprints) whenever the load passes the load
+// factor, up to the buffer size: a pass over few keys touches little memory
+// and stays in cache. A slot is
 //
 //	bytes 0-7   h1 = xxhash64(key, seed 0), little endian
 //	bytes 8-11  high 32 bits of h2 = xxhash64(key, seed 0x9e3779b97f4a7c15)
