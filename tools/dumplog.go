@@ -36,10 +36,11 @@ N). Gaps between record offsets (legal after compaction) go to stderr. A batch w
 CRC does not match prints isvalid: false; bytes at the end that do not form an entry
 print "Found N invalid bytes at the end of FILE"; both make the exit status 1.
 
---verify-index-only checks every .index/.timeindex entry (given a .log: its indexes) against the .log
-(an offset entry is valid when its position is a batch start and its offset lies in
-that batch, or is the last offset of a later batch of the chunk indexed there) and
-prints only the problems. --index-sanity-check runs Kafka's start-up checks.
+--verify-index-only checks every .index/.timeindex entry against the .log (given a
+.log, its indexes are checked): an offset entry is valid when its position is a batch
+start and its offset lies in that batch, or is the last offset of a later batch of the
+chunk indexed there. Only problems are printed. --index-sanity-check runs Kafka's
+start-up checks.
 
 --json prints one object per line with a "type": batch, record, index_entry,
 time_index_entry, txn_entry, snapshot_entry, checkpoint_entry or problem.
