@@ -39,6 +39,11 @@
 // nothing for writing, and reports what OpenDataDir would cut, rebuild, remove
 // and rename.
 //
+// Aborted transactions are dropped by lastOffset, as Kafka's
+// TransactionIndex.truncateTo does: an aborted transaction whose abort marker is
+// cut off is no longer known to be aborted (every entry whose firstOffset is at
+// or past the end is dropped too, since firstOffset <= lastOffset).
+//
 // Where we differ from Kafka: segments after a cut are removed at once rather
 // than renamed .deleted for asynchronous deletion; producer state is not rebuilt
 // (the broker owns it), so no producer snapshot is taken after recovery; index
