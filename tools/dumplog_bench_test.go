@@ -31,11 +31,14 @@ func writeBenchLog(tb testing.TB, batches int) string {
 	return p
 }
 
+// raceEnabled is set under the race detector (dumplog_race_test.go).
+var raceEnabled bool
+
 // TestDumplogDeepJSONAllocs: the deep JSON path allocates per file, not per
 // record or batch.
 func TestDumplogDeepJSONAllocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip()
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts need a normal build")
 	}
 	small, large := writeBenchLog(t, 2), writeBenchLog(t, 20)
 	for _, flags := range [][]string{{"--json"}, {"--json", "--print-data"}, {"--print-data", "--data-encoding", "hex"}} {
