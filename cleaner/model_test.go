@@ -3,6 +3,7 @@ package cleaner
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratalog/strata/internal/vfs"
@@ -34,7 +35,9 @@ func runModel(t *testing.T, codec record.Codec, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	const retention = 10_000
 	now := int64(1_000_000)
-	clock := func() int64 { return now }
+	var clk atomic.Int64 // the log's background flushes read the clock
+	clk.Store(now)
+	clock := clk.Load
 	fsys := vfs.NewMem()
 	dir := "/data/t-0"
 	lopts := &segment.Options{FS: fsys, SegmentBytes: 1500 + int64(rng.IntN(3000)), FileDeleteDelayMs: -1, RetentionMs: -1, Now: clock, Logger: quiet}
@@ -74,6 +77,7 @@ func runModel(t *testing.T, codec record.Codec, seed uint64) {
 		}
 		if rng.IntN(4) == 0 {
 			now += int64(rng.IntN(retention))
+			clk.Store(now)
 		}
 		if rng.IntN(3) != 0 {
 			continue
