@@ -44,6 +44,11 @@ func (s *FileScanner) Reset(r io.ReaderAt, start, end int64, opts ScanOptions) {
 	if chunk <= 0 {
 		chunk = DefaultScanChunk
 	}
+	if rem := end - start; rem >= 0 && rem < int64(chunk) {
+		// A short range (a small segment) needs no big buffer; it grows if an
+		// entry claims more.
+		chunk = max(int(rem), HeaderSizeUpToMagic)
+	}
 	buf := s.buf
 	if len(buf) < chunk {
 		buf = make([]byte, chunk)
