@@ -32,7 +32,8 @@ Kafka's option spellings work too: --files a,b, --print-data-log, --deep-iterati
 A .log prints one line per batch with Kafka's fields in Kafka's order; with
 --deep-iteration one more line per record ("| offset: ..."), decompressing as
 needed; control records print their marker (endTxnMarker: COMMIT coordinatorEpoch:
-N). Gaps between record offsets (legal after compaction) go to stderr. A batch whose
+N). --offsets-decoder prints __consumer_offsets keys and values as JSON (offset
+commits, group metadata; other records raw). Gaps between record offsets (legal after compaction) go to stderr. A batch whose
 CRC does not match prints isvalid: false; bytes at the end that do not form an entry
 print "Found N invalid bytes at the end of FILE"; both make the exit status 1.
 
@@ -60,7 +61,7 @@ Examples:
 			&cli.BoolFlag{Name: "deep-iteration", Usage: "print every record, decompressing as needed"},
 			&cli.BoolFlag{Name: "print-data", Aliases: []string{"print-data-log"}, Usage: "print keys and payloads (implies --deep-iteration)"},
 			&cli.StringFlag{Name: "data-encoding", Value: "text", Usage: "how --print-data renders bytes: text (non-printable bytes escaped as \\xNN), hex or base64"},
-			&cli.BoolFlag{Name: "offsets-decoder", Usage: "decode __consumer_offsets records (not implemented yet: prints raw keys and values)"},
+			&cli.BoolFlag{Name: "offsets-decoder", Usage: "decode __consumer_offsets offset commits and group metadata as JSON (implies --print-data)"},
 			&cli.BoolFlag{Name: "index-sanity-check", Usage: "run Kafka's start-up sanity check on .index/.timeindex files"},
 			&cli.BoolFlag{Name: "verify-index-only", Usage: "check index entries against the .log, print only problems"},
 			&cli.Int64Flag{Name: "max-message-size", Usage: "treat an entry larger than this many bytes as corrupt (0: no limit)"},
@@ -85,8 +86,11 @@ type dumper struct {
 	maxMessage int64
 	verifyOnly bool
 	sanity     bool
-	bad        bool // data problems seen (exit 1)
-	failed     bool // I/O errors seen (exit 2)
+	// offsetsDecoder decodes __consumer_offsets keys and values
+	// (dumplog_offsets.go).
+	offsetsDecoder bool
+	bad            bool // data problems seen (exit 1)
+	failed         bool // I/O errors seen (exit 2)
 
 	scan    logScan
 	scratch []byte
@@ -123,12 +127,7 @@ func runDumplog(c *cli.Context) error {
 		sanity:     c.Bool("index-sanity-check"),
 	}
 	d.deep = c.Bool("deep-iteration") || d.printData
-	if c.Bool("offsets-decoder") {
-		// TODO(dumplog): decode __consumer_offsets keys and values (group
-		// metadata and offset commits) once the server's group coordinator
-		// formats exist; until then they print raw in --data-encoding.
-		fmt.Fprintln(d.stderr, "strata: dumplog: --offsets-decoder is not implemented yet; printing raw keys and values")
-	}
+	d.offsetsDecoder = c.Bool("offsets-decoder")
 	for _, f := range files {
 		for _, p := range strings.Split(f, ",") {
 			if p == "" {

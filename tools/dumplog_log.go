@@ -281,6 +281,15 @@ func (ld *logDump) record(r *record.Record, tsType record.TimestampType, seq int
 		o.str("]")
 		if control {
 			ld.controlJSON(r)
+		} else if k, v, ok := ld.offsets(r); ok {
+			o.str(`,"key":`)
+			o.buf = append(o.buf, k...)
+			o.str(`,"payload":`)
+			if v == nil {
+				o.str("null")
+			} else {
+				o.buf = append(o.buf, v...)
+			}
 		} else if d.printData {
 			o.str(`,"key":`).jdata(r.Key, d.enc, &d.scratch).str(`,"payload":`).jdata(r.Value, d.enc, &d.scratch)
 		}
@@ -299,10 +308,25 @@ func (ld *logDump) record(r *record.Record, tsType record.TimestampType, seq int
 	o.str("]")
 	if control {
 		ld.controlText(r)
+	} else if k, v, ok := ld.offsets(r); ok {
+		o.str(" key: ")
+		o.buf = append(o.buf, k...)
+		if v != nil {
+			o.str(" payload: ")
+			o.buf = append(o.buf, v...)
+		}
 	} else if d.printData {
 		ld.keyPayload(r.Key, r.Value)
 	}
 	o.line()
+}
+
+// offsets decodes a __consumer_offsets record with --offsets-decoder.
+func (ld *logDump) offsets(r *record.Record) (k, v []byte, ok bool) {
+	if !ld.d.offsetsDecoder {
+		return nil, nil, false
+	}
+	return decodeOffsetsRecord(r.Key, r.Value)
 }
 
 // keyPayload appends " key: K payload: V" (each only when not null).

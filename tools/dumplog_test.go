@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/record"
 )
 
@@ -522,5 +524,62 @@ func TestAppendJSONString(t *testing.T) {
 		if back != want {
 			t.Errorf("%q -> %s -> %q", s, got, back)
 		}
+	}
+}
+
+// TestDumplogOffsetsDecoder: __consumer_offsets records encoded by franz-go's
+// kmsg (an encoder that is not ours) decode to Kafka-shaped JSON.
+func TestDumplogOffsetsDecoder(t *testing.T) {
+	ck := kmsg.OffsetCommitKey{Version: 1, Group: "g1", Topic: "orders", Partition: 3}
+	cv := kmsg.NewOffsetCommitValue()
+	cv.Version, cv.Offset, cv.LeaderEpoch, cv.Metadata, cv.CommitTimestamp = 3, 42, 5, "meta", 1700000400000
+	gk := kmsg.GroupMetadataKey{Version: 2, Group: "g1"}
+	gv := kmsg.NewGroupMetadataValue()
+	proto, leader := "range", "m-1"
+	gv.Version, gv.ProtocolType, gv.Generation, gv.Protocol, gv.Leader, gv.CurrentStateTimestamp = 3, "consumer", 7, &proto, &leader, 1700000400001
+	gv.Members = []kmsg.GroupMetadataValueMember{{MemberID: "m-1", ClientID: "c", ClientHost: "/10.0.0.1", RebalanceTimeoutMillis: 300000, SessionTimeoutMillis: 45000, Subscription: []byte{1}, Assignment: []byte{2}}}
+	recs := []record.Record{
+		{Timestamp: 1700000400000, Key: ck.AppendTo(nil), Value: cv.AppendTo(nil)},
+		{Timestamp: 1700000400001, Key: gk.AppendTo(nil), Value: gv.AppendTo(nil)},
+		{Timestamp: 1700000400002, Key: ck.AppendTo(nil), Value: nil},
+		{Timestamp: 1700000400003, Key: []byte{0, 9, 'x'}, Value: []byte("raw")},
+	}
+	p := filepath.Join(t.TempDir(), seg0+".log")
+	write(t, p, must(record.AppendBatch(nil, record.DefaultBatchOptions(), recs)))
+	stdout, _, code := run(t, "dumplog", "--offsets-decoder", "--json", p)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines:\n%s", len(lines), stdout)
+	}
+	type rec struct {
+		Key, Payload json.RawMessage
+	}
+	var got []rec
+	for _, l := range lines[1:] {
+		var r rec
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		got = append(got, r)
+	}
+	want := []rec{
+		{json.RawMessage(`{"type":"1","data":{"group":"g1","topic":"orders","partition":3}}`),
+			json.RawMessage(`{"version":"3","data":{"offset":42,"leaderEpoch":5,"metadata":"meta","commitTimestamp":1700000400000}}`)},
+		{json.RawMessage(`{"type":"2","data":{"group":"g1"}}`),
+			json.RawMessage(`{"version":"3","data":{"protocolType":"consumer","generation":7,"protocol":"range","leader":"m-1","currentStateTimestamp":1700000400001,"members":[{"memberId":"m-1","groupInstanceId":null,"clientId":"c","clientHost":"/10.0.0.1","rebalanceTimeout":300000,"sessionTimeout":45000,"subscription":"AQ==","assignment":"Ag=="}]}}`)},
+		{json.RawMessage(`{"type":"1","data":{"group":"g1","topic":"orders","partition":3}}`), json.RawMessage(`null`)},
+		{json.RawMessage(`"\\x00\\x09x"`), json.RawMessage(`"raw"`)},
+	}
+	for i := range want {
+		if string(got[i].Key) != string(want[i].Key) || string(got[i].Payload) != string(want[i].Payload) {
+			t.Errorf("record %d:\n got  %s %s\n want %s %s", i, got[i].Key, got[i].Payload, want[i].Key, want[i].Payload)
+		}
+	}
+	stdout, _, _ = run(t, "dumplog", p, "--offsets-decoder")
+	if !strings.Contains(stdout, ` key: {"type":"1","data":{"group":"g1","topic":"orders","partition":3}} payload: {"version":"3",`) {
+		t.Errorf("human output:\n%s", stdout)
 	}
 }
