@@ -171,8 +171,8 @@ func (m *Manager) cleanerThread() {
 			return
 		default:
 		}
-		if _, ok := m.CleanOnce(); ok {
-			continue
+		if st, ok := m.CleanOnce(); ok && st.BytesIn > 0 {
+			continue // more may be dirty; a failed or empty pass backs off
 		}
 		select {
 		case <-m.stop:
