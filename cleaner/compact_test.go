@@ -155,3 +155,58 @@ func TestCompactDirOffline(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactDirLegacy: v0/v1 message sets (0.8-era data) are copied
+// unchanged, while the v2 batches after them are compacted.
+func TestCompactDirLegacy(t *testing.T) {
+	fsys := vfs.NewMem()
+	dir := "/data/old-0"
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var legacy []byte
+	for o := int64(0); o < 6; o++ {
+		legacy = record.AppendLegacyMessage(legacy, record.LegacyMessage{Offset: o, Magic: int8(o % 2), Timestamp: 1, Key: key(0), Value: []byte("old")})
+	}
+	f, err := fsys.Create(segment.FilePath(dir, 0, segment.LogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(legacy)
+	f.Sync()
+	f.Close()
+	l, err := segment.Open(dir, &segment.Options{FS: fsys, SegmentIndexBytes: 4096, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := l.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: 2, Key: key(0), Value: []byte("new")}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	rep, err := CompactDir(dir, &CompactOptions{FS: fsys, SegmentIndexBytes: 4096, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LegacyEntriesCopied != 6 || rep.RecordsIn != 5 || rep.RecordsOut != 1 || rep.EndOffset != 11 {
+		t.Fatalf("report %+v", rep)
+	}
+	l, err = segment.Open(dir, &segment.Options{FS: fsys, SegmentIndexBytes: 4096, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r, err := l.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, _ := r.ReadInto(nil)
+	r.Release()
+	if !bytes.Equal(buf[:len(legacy)], legacy) {
+		t.Fatal("legacy entries changed")
+	}
+	if l.LogEndOffset() != 11 {
+		t.Fatalf("log end %d", l.LogEndOffset())
+	}
+}
