@@ -90,7 +90,12 @@ type Report struct {
 	// Checkpoint is the cleaner-offset-checkpoint file updated ("" when the
 	// directory name is not topic-partition, so no checkpoint applies).
 	Checkpoint string
-	Duration   time.Duration
+	// PassDuration is the pass itself: open, map, recopy, durable swaps and
+	// checkpoint. The replaced segments' files (renamed .deleted) are removed
+	// after it, as file.delete.delay.ms defers them in a broker; Duration
+	// includes that removal and closing the log.
+	PassDuration time.Duration
+	Duration     time.Duration
 }
 
 // PartitionOf parses a partition directory name "<topic>-<partition>".
@@ -142,7 +147,9 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 		FS:                o.FS,
 		SegmentBytes:      o.SegmentBytes,
 		SegmentIndexBytes: o.SegmentIndexBytes,
-		FileDeleteDelayMs: -1,
+		// Replaced files are renamed .deleted at once and removed when the
+		// log closes, after the pass (an unlink of a large file is slow).
+		FileDeleteDelayMs: 24 * 3600 * 1000,
 		RetentionMs:       -1,
 		CleanShutdown:     true,
 		Now:               o.Now,
@@ -155,6 +162,7 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 		if cerr := l.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
+		rep.Duration = time.Since(t0)
 	}()
 	for _, s := range l.Segments() {
 		rep.SegmentsBefore++
@@ -212,6 +220,6 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 		}
 		rep.Checkpoint = ckPath
 	}
-	rep.Duration = time.Since(t0)
+	rep.PassDuration = time.Since(t0)
 	return rep, nil
 }

@@ -30,6 +30,12 @@ one fsync at the end (the cleaner fsyncs what it writes too); the copy without t
 fsync is reported as limit_copy_nosync_mb_per_sec. MB/s counts input bytes (the
 .log bytes before the pass), MB = 10^6 bytes.
 
+clean_seconds and clean_mb_per_sec time the pass: opening the directory, building
+the offset map, recopying, the durable crash-safe swaps and the checkpoint. The
+replaced segments' files, renamed .deleted by the swap, are removed after the pass
+(a broker defers that by file.delete.delay.ms); total_seconds and
+clean_total_mb_per_sec include that removal and closing the log.
+
 map_bytes_per_entry is the offset map's bytes per slot as allocated; map_keys the
 distinct keys of the pass.
 
@@ -61,6 +67,8 @@ type BenchCleanResult struct {
 	BatchesDropped       int     `json:"batches_dropped"`
 	CleanSeconds         float64 `json:"clean_seconds"`
 	CleanMBps            float64 `json:"clean_mb_per_sec"`
+	TotalSeconds         float64 `json:"total_seconds"`
+	CleanTotalMBps       float64 `json:"clean_total_mb_per_sec"`
 	LimitCopySeconds     float64 `json:"limit_copy_seconds"`
 	LimitCopyMBps        float64 `json:"limit_copy_mb_per_sec"`
 	LimitCopyNoSyncMBps  float64 `json:"limit_copy_nosync_mb_per_sec"`
@@ -86,14 +94,12 @@ func runBenchClean(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
 	rep, err := cleaner.CompactDir(dir, &cleaner.CompactOptions{
 		DedupeBufferBytes: c.Int64("dedupe-buffer-size"),
 		SegmentBytes:      c.Int64("segment-bytes"),
 		FromStart:         true,
 		Logger:            slog.New(slog.DiscardHandler),
 	})
-	secs := time.Since(t0).Seconds()
 	if err != nil {
 		return fmt.Errorf("bench clean: %w", err)
 	}
@@ -109,8 +115,10 @@ func runBenchClean(c *cli.Context) error {
 		BatchesCopied:        rep.BatchesCopied,
 		BatchesRebuilt:       rep.BatchesRebuilt,
 		BatchesDropped:       rep.BatchesDropped,
-		CleanSeconds:         secs,
-		CleanMBps:            mbps(total, secs),
+		CleanSeconds:         rep.PassDuration.Seconds(),
+		CleanMBps:            mbps(total, rep.PassDuration.Seconds()),
+		TotalSeconds:         rep.Duration.Seconds(),
+		CleanTotalMBps:       mbps(total, rep.Duration.Seconds()),
 		LimitCopySeconds:     copySecs,
 		LimitCopyMBps:        mbps(total, copySecs),
 		LimitCopyNoSyncMBps:  mbps(total, noSyncSecs),
@@ -131,8 +139,8 @@ func runBenchClean(c *cli.Context) error {
 	fmt.Fprintf(w, "strata bench clean: %s, %.1f MB in %d segments -> %.1f MB in %d segments, %d -> %d records (%d keys)\n",
 		dir, float64(res.BytesBefore)/1e6, res.SegmentsBefore, float64(res.BytesAfter)/1e6, res.SegmentsAfter,
 		res.RecordsBefore, res.RecordsAfter, res.MapKeys)
-	fmt.Fprintf(w, "  clean  %9.1f MB/s (%.3f s)   limit (copy+fsync) %9.1f MB/s (%.3f s), without fsync %.1f MB/s   ratio %.2f\n",
-		res.CleanMBps, res.CleanSeconds, res.LimitCopyMBps, res.LimitCopySeconds, res.LimitCopyNoSyncMBps, res.CleanVsLimit)
+	fmt.Fprintf(w, "  clean  %9.1f MB/s (%.3f s; %.3f s with removing the replaced files)   limit (copy+fsync) %9.1f MB/s (%.3f s), without fsync %.1f MB/s   ratio %.2f\n",
+		res.CleanMBps, res.CleanSeconds, res.TotalSeconds, res.LimitCopyMBps, res.LimitCopySeconds, res.LimitCopyNoSyncMBps, res.CleanVsLimit)
 	fmt.Fprintf(w, "  offset map: %d bytes per entry, %d slots (%.1f MB), %d keys; partial pass: %v\n",
 		res.MapBytesPerEntry, res.MapSlots, float64(res.MapBytes)/1e6, res.MapKeys, res.PartialPass)
 	return nil
