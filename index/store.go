@@ -53,6 +53,9 @@ func openStore(fs vfs.FS, path string, es int64, maxBytes int, writable bool) (*
 		}
 		if _, serr := fs.Stat(path); errors.Is(serr, os.ErrNotExist) {
 			created = true
+		} else if serr != nil {
+			// Guessing "exists" would skip the preallocation the mapping relies on.
+			return nil, fmt.Errorf("index: stat %s: %w", path, serr)
 		}
 		f, err = fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	} else {

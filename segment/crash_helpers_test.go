@@ -231,7 +231,10 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 			err = l.SetLogStartOffset(start + int64(s.frac*float64(end-start)))
 		case stCleanReopen:
 			start := l.LogStartOffset()
-			if err = l.Close(); err == nil {
+			err = l.Close()
+			if err != nil {
+				res.log = nil // closed, whatever Close returned
+			} else {
 				observe() // Close flushed everything
 				res.checkpoint = l.LogEndOffset()
 				ro := o

@@ -75,7 +75,11 @@ func (l *Log) finishDelete(v *Segment) {
 	if err := v.removeAll(DeletedSuffix); err != nil {
 		l.o.Logger.Error("removing deleted segment failed", "dir", l.dir, "base", v.base, "err", err)
 	}
-	v.release()
+	if v.refs.Add(-1) == 0 { // release, reporting a failed close
+		if err := v.closeFiles(); err != nil {
+			l.o.Logger.Error("closing deleted segment failed", "dir", l.dir, "base", v.base, "err", err)
+		}
+	}
 }
 
 // SetLogStartOffset advances the log start offset (Kafka's DeleteRecords): reads

@@ -188,6 +188,19 @@ func (s *Segment) flush(indexes bool) error {
 // seal is called when the segment stops being the active one: the time index gets
 // its final entry and both indexes are trimmed to their entries.
 func (s *Segment) seal() error {
+	// Bytes past the committed size are left by an append that failed after
+	// writing (an index write failed): drop them, as Kafka trims the log on
+	// roll and close, or recovery would take them for data and cut the log
+	// where the next segment's offsets begin.
+	st, err := s.log.Stat()
+	if err != nil {
+		return fmt.Errorf("segment: stat %s: %w", s.Path(LogSuffix), err)
+	}
+	if size := s.size.Load(); st.Size() > size {
+		if err := s.log.Truncate(size); err != nil {
+			return fmt.Errorf("segment: trim %s: %w", s.Path(LogSuffix), err)
+		}
+	}
 	if ts := s.maxTs.Load(); ts >= 0 {
 		if err := s.timeIdx.AppendFinal(ts, s.offsetOfMaxTs); err != nil {
 			return fmt.Errorf("segment: %w", err)

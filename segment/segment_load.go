@@ -60,9 +60,10 @@ func (s *Segment) loadTail() error {
 	}
 	if s.rollTs < 0 && size > 0 {
 		h, err := r.header(s.log, 0)
-		if err == nil {
-			s.rollTs = h.MaxTimestamp
+		if err != nil {
+			return err // a read error was once dropped here
 		}
+		s.rollTs = h.MaxTimestamp
 	}
 	s.maxTs.Store(maxTs)
 	s.offsetOfMaxTs = offMax
