@@ -243,3 +243,68 @@ func TestRetiredSegmentCloseErrorLogged(t *testing.T) {
 		t.Fatalf("deleted segment file still there: %v", err)
 	}
 }
+
+// TestDeletedUnflushedSegmentDoesNotCostFlushedData: a segment deleted before
+// its data was ever flushed (the flush after its roll failed, or had not run
+// yet) comes back after a power loss when its rename to .deleted was not
+// durable, with a torn tail. Recovery cut it there and removed every later
+// segment, with appends acknowledged as flushed after the delete.
+func TestDeletedUnflushedSegmentDoesNotCostFlushedData(t *testing.T) {
+	mem := newDataDirMem()
+	logged := &errLog{}
+	// The background flush after the roll fails: segment 0 is never synced.
+	inj := injectFirst(func(op vfs.Op) bool {
+		return op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, "00000000000000000000"+LogSuffix)
+	})
+	o := &Options{FS: vfs.Inject(mem, inj), FileDeleteDelayMs: -1, Logger: slog.New(logged)}
+	l, err := Open(crashDir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches []wlBatch // the deleted ones may come back: below firstKept
+	for i := range 3 {
+		b := makeBatch(t, i, 2, 1000, record.CodecNone, 40)
+		info, err := l.Append(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, wlBatch{base: info.FirstOffset, last: info.LastOffset, bytes: b, acked: true})
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	l.bg.Wait()
+	if logged.injected() != 1 {
+		t.Fatalf("the background flush did not fail as planned")
+	}
+	if _, err := l.DeletePrefix(1); err != nil {
+		t.Fatal(err)
+	}
+	b := makeBatch(t, 9, 3, 2000, record.CodecNone, 40)
+	info, err := l.Append(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if l.FlushedOffset() <= info.LastOffset {
+		t.Fatalf("flushed offset %d does not cover the append", l.FlushedOffset())
+	}
+	res := &wlResult{
+		batches:   append(batches, wlBatch{base: info.FirstOffset, last: info.LastOffset, bytes: b, acked: true}),
+		flushed:   l.FlushedOffset(),
+		firstKept: l.Segments()[0].Base(),
+	}
+	res.checkpoint = res.flushed
+	n := 0
+	for desc, st := range mem.AllCrashStates(vfs.CrashOptions{}) {
+		for _, rp := range []int64{0, res.checkpoint} {
+			if err := checkRecovered(st.CrashClone(vfs.CrashOptions{}), crashDir, Options{FileDeleteDelayMs: -1}, rp, res); err != nil {
+				t.Errorf("[%s] %v", desc, err)
+			}
+		}
+		n++
+	}
+	t.Logf("%d crash states", n)
+}

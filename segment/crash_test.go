@@ -28,18 +28,29 @@ import (
 // unclean reopens runs once under a counter of mutating filesystem operations
 // (K of them); then, for every k in [0, K), on a fresh MemFS where the process
 // dies at the k-th one (vfs.CrashAt). The run records what the log promised
-// before it died. Every state a power loss at that moment could leave (unsynced
-// data lost or torn, files extended with zeros or garbage, unsynced directory
-// entries lost; vfs.AllCrashStates) is then opened as after a crash and checked
-// by checkRecovered / checkPromises (crash_helpers_test.go, where the invariant
-// is spelled out). TestIOErrorConsistency runs the same loop failing one
-// operation at a time instead (vfs.FailAt).
+// before it died. States a power loss at that moment could leave (unsynced data
+// lost or torn, files extended with zeros or garbage, unsynced directory entries
+// lost; see sampleCrashStates for which) are then opened as after a crash and
+// checked by checkRecovered / checkPromises (crash_helpers_test.go, where the
+// invariant is spelled out). TestIOErrorConsistency runs the same loop failing
+// one operation at a time instead (vfs.FailAt).
 //
-// Surfacing: an injected crash must reach the workload as an error returned by
-// a Log method, or be logged at Error level by the log (the flush after a roll
-// runs in a background goroutine, and removal of .deleted files is Kafka's
-// fire-and-forget delete task; both only log). Anything else is a swallowed
+// The recovery point each state is opened with cycles through 0 (scan
+// everything), the checkpoint a recovery-point file could hold at the crash
+// (wlResult.checkpoint: the live log's FlushedOffset, which an unclean reopen
+// sets back to the stale value it was given) and half of it. No log-start
+// checkpoint is given, so the log starts at its first segment.
+//
+// Surfacing: an injected crash or error must reach the workload as an error
+// returned by a Log method (wrapping vfs.ErrInjected), or be logged at Error
+// level by the log: the flush after a roll runs in a background goroutine,
+// and removing .deleted files (and closing their handles) is Kafka's
+// fire-and-forget delete task; both only log. Anything else is a swallowed
 // error and a violation.
+//
+// The count line ("crash harness: N crash points, M crash states explored, 0
+// violations") is printed on stdout: go test -v shows it (go test prints the
+// output of passing packages only with -v).
 
 // crashWorkloads are the scripts the harness runs. Small segments and index
 // intervals make rolls and index entries frequent.
@@ -59,10 +70,19 @@ func crashWorkloads() []crashWorkload {
 	b.SegmentBytes = 600
 	b.FlushMessages = 9
 	b.IndexIntervalBytes = 60
-	return []crashWorkload{
-		newCrashWorkload("os-flush", 1, 70, a),
+	ws := []crashWorkload{
+		newCrashWorkload("retention-bytes", 1, 70, a),
 		newCrashWorkload("flush-messages", 2, 60, b),
 	}
+	// STRATA_CRASH_SEEDS=3,4,... adds scripts from more seeds (for long
+	// exploratory runs).
+	for _, f := range strings.Split(os.Getenv("STRATA_CRASH_SEEDS"), ",") {
+		if seed, err := strconv.ParseUint(f, 10, 64); err == nil {
+			o := []Options{a, b}[seed%2]
+			ws = append(ws, newCrashWorkload(fmt.Sprintf("seed-%d", seed), seed, 70, o))
+		}
+	}
+	return ws
 }
 
 // crashDir is the partition directory. Its parent, the log dir, exists and is

@@ -22,16 +22,22 @@ func (l *Log) deleteOldest(n int, reason string) (int, error) {
 		l.start.Store(b)
 	}
 	l.publish(append([]*Segment(nil), segs[n:]...))
-	if l.flushed.Load() < segs[n].base {
-		// Deleted data need not be flushed; the recovery point never lies below
-		// the log start.
-		l.flushed.Store(segs[n].base)
-	}
 	for _, v := range victims {
 		l.o.Logger.Info("deleting segment", "dir", l.dir, "base", v.base, "size", v.Size(), "reason", reason)
 		if err := l.retire(v); err != nil {
 			return 0, err
 		}
+	}
+	// The deletion must be durable before anything relies on it: a victim
+	// never flushed that came back after a power loss with a torn tail would
+	// make recovery cut there and remove every later segment, flushed or not.
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return 0, fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
+	}
+	if l.flushed.Load() < segs[n].base {
+		// Deleted data need not be flushed; the recovery point never lies below
+		// the log start.
+		l.flushed.Store(segs[n].base)
 	}
 	return n, nil
 }

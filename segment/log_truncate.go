@@ -56,6 +56,13 @@ func (l *Log) TruncateTo(off int64) error {
 			return err
 		}
 	}
+	if i < len(segs)-1 {
+		// Durable before appends continue: retired segments that came back after
+		// a power loss would overlap the offsets appended from here on.
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
+		}
+	}
 	end := s.next.Load()
 	l.next.Store(end)
 	if l.start.Load() > end {
