@@ -1,0 +1,634 @@
+package tools
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/stratalog/strata/index"
+	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/recovery"
+	"github.com/stratalog/strata/segment"
+)
+
+func recoverCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "recover",
+		Usage:     "repair a data directory or partition directory offline, as broker start-up does",
+		UsageText: "strata recover [--dry-run] [--backup DIR] [--json] PATH",
+		Description: `PATH is a data directory (a log.dirs entry) or one partition directory
+(<topic>-<partition>, or any directory holding .log files). The broker must be down.
+
+A data directory is recovered exactly as broker start-up recovers it: under its
+.lock, honouring the recovery-point and log-start checkpoints and the clean-shutdown
+marker; torn, garbage or zeroed tails are cut at the first invalid entry, segments
+after a cut are removed, bad or missing indexes rebuilt, leftover .swap/.cleaned/
+.deleted files finished or removed, producer snapshots, aborted transactions and
+leader epochs past the new log end trimmed. Then it is closed as a clean shutdown
+does: the checkpoints are rewritten to match the repaired logs and the
+clean-shutdown marker is written, so a second run finds nothing to do.
+Segments below a partition's recovery point are trusted, as the broker trusts
+them; to rescan one partition in full, give its directory.
+
+A partition directory is scanned from its first segment (every entry's framing
+and CRC). If its parent has a .lock file, that lock is taken to keep a broker out.
+Checkpoints in the parent are not rewritten.
+
+--dry-run prints exactly what would be truncated, removed, rebuilt or renamed and
+changes nothing: no file is written, created (not even .lock) or touched.
+
+--backup DIR saves every byte recovery cuts before cutting it:
+   DIR/MANIFEST.json               one entry per saved file: original path,
+                                   position, length, sha256, kind
+   DIR/<partition-dir>/<file>@<P>  the bytes [P, old end) of <file>: a truncated
+                                   tail (kind "tail"), or a whole removed segment
+                                   file (@0; kind "segment", with its .index,
+                                   .timeindex and .txnindex when present)
+DIR must not lie inside PATH and must not hold an earlier MANIFEST.json. The tool
+checks afterwards that each truncated file ends exactly at P and each removed
+file is gone, so the backup holds exactly the bytes that were cut.
+
+To restore (broker down), put the bytes back where they were:
+   dd if=DIR/orders-0/00000000000000000000.log@4096 \
+      of=/data/orders-0/00000000000000000000.log \
+      bs=1M seek=4096 oflag=seek_bytes conv=notrunc
+   cp DIR/orders-0/00000000000000000060.log@0 /data/orders-0/00000000000000000060.log
+(and the same for a removed segment's index files), then delete the data
+directory's .kafka_cleanshutdown marker so the next start rescans.
+
+Exit status: 0 the directory is consistent afterwards (the report says what was
+cut; with --dry-run: the inspection ran), 1 it could not be made consistent, 2
+usage or I/O error, or the directory is locked by a running broker.
+
+Examples:
+   strata recover --dry-run /var/lib/kafka/data
+   strata recover --backup /root/cut-bytes /var/lib/kafka/data
+   strata recover /var/lib/kafka/data/orders-0 --json`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dry-run", Usage: "report what would be cut, rebuilt or removed; change nothing"},
+			&cli.StringFlag{Name: "backup", Usage: "save every byte that is cut into `DIR` first (see the layout above)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object per line"},
+		},
+		Action: runRecover,
+	}
+}
+
+// recoverResult is the --json line of a recover run: the recovery report with
+// what the tool added.
+type recoverResult struct {
+	Type string `json:"type"`
+	Path string `json:"path"`
+	// Mode is "data_dir" or "partition".
+	Mode string `json:"mode"`
+	*recovery.Report
+	// Changed: something was (dry run: would be) cut, rebuilt or removed.
+	Changed bool `json:"changed"`
+	// Consistent: a read-only inspection after the run finds nothing to do
+	// (always false for a dry run, which does not repair).
+	Consistent bool            `json:"consistent"`
+	Backup     *backupManifest `json:"backup,omitempty"`
+}
+
+// quietLogger drops the storage layers' log lines: the report says it all.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func runRecover(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("recover: give exactly one PATH (strata recover [--dry-run] [--backup DIR] PATH)")
+	}
+	path := filepath.Clean(c.Args().First())
+	dry, backupDir, asJSON := c.Bool("dry-run"), c.String("backup"), c.Bool("json")
+	if dry && backupDir != "" {
+		return usageErr("recover: --backup with --dry-run: a dry run cuts nothing")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return failErr(fmt.Errorf("recover: %w", err))
+	}
+	if !fi.IsDir() {
+		return usageErr("recover: %s is not a directory (give a data directory or a partition directory)", path)
+	}
+	if backupDir != "" {
+		if inside(backupDir, path) {
+			return usageErr("recover: --backup %s lies inside %s; give a directory elsewhere", backupDir, path)
+		}
+	}
+	partMode, err := isPartitionDir(path)
+	if err != nil {
+		return failErr(fmt.Errorf("recover: %w", err))
+	}
+	res := &recoverResult{Type: "recover", Path: path, Mode: "data_dir"}
+	if partMode {
+		res.Mode = "partition"
+	}
+	rr := &recoverRun{path: path, part: partMode}
+	var runErr error
+	if dry {
+		res.Report, runErr = rr.inspect()
+	} else {
+		res.Report, res.Backup, res.Consistent, runErr = rr.recover(backupDir)
+	}
+	if res.Report != nil {
+		res.Changed = res.Report.Changed()
+		o := newOut(c.App.Writer)
+		if asJSON {
+			b, err := json.Marshal(res)
+			if err != nil {
+				return failErr(err)
+			}
+			o.str(string(b)).line()
+		} else {
+			printRecover(o, res, dry)
+		}
+		if err := o.flush(); err != nil {
+			return failErr(fmt.Errorf("recover: write output: %w", err))
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if !dry && !res.Consistent {
+		return &exitError{code: ExitProblems, err: fmt.Errorf("recover: %s is still not consistent after recovery", path)}
+	}
+	return nil
+}
+
+// inside reports whether p is dir or lies under it.
+func inside(p, dir string) bool {
+	ap, err1 := filepath.Abs(p)
+	ad, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(ad, ap)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// isPartitionDir: a directory holding segment files, or named <topic>-<n>.
+func isPartitionDir(dir string) (bool, error) {
+	names, err := readDirNames(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		if _, suf, ok := segment.ParseFileName(n); ok && strings.HasPrefix(suf, segment.LogSuffix) {
+			return true, nil
+		}
+	}
+	return isPartitionDirName(filepath.Base(dir)), nil
+}
+
+// recoverRun is one recover invocation.
+type recoverRun struct {
+	path string
+	part bool
+	// missing is how many kept segments lacked an index at the last
+	// inspection (partition mode).
+	missing int
+}
+
+func (r *recoverRun) segmentOptions() *segment.Options {
+	return &segment.Options{RecoveryPoint: 0, FlushMs: segment.Never, Logger: quietLogger()}
+}
+
+func (r *recoverRun) recoveryOptions() *recovery.Options {
+	return &recovery.Options{Logger: quietLogger(), Lock: func(string) (func() error, error) {
+		return func() error { return nil }, nil // the tool holds the lock for the whole run
+	}}
+}
+
+// inspect is the read-only plan: what recovery would do.
+func (r *recoverRun) inspect() (*recovery.Report, error) {
+	if !r.part {
+		rep, err := recovery.Inspect(r.path, r.recoveryOptions())
+		if err != nil {
+			return rep, loadErr(r.path, err)
+		}
+		return rep, nil
+	}
+	lr, err := recovery.InspectPartition(r.path, r.segmentOptions())
+	rep := partitionAsReport(r.path, lr)
+	rep.DryRun = true
+	if err == nil {
+		// A full scan rebuilds every scanned segment's indexes, which the
+		// segment report does not count: count the missing ones it recreates.
+		n, merr := missingIndexes(r.path, rep)
+		if merr != nil {
+			return rep, failErr(fmt.Errorf("recover: %w", merr))
+		}
+		rep.Partitions[0].IndexesRebuilt += n
+		rep.Totals.IndexesRebuilt += n
+		r.missing = n
+	}
+	if err != nil {
+		return rep, loadErr(r.path, err)
+	}
+	return rep, nil
+}
+
+// loadErr maps a recovery failure to an exit status: damage recovery cannot
+// repair exits 1, anything else (I/O, permissions) 2.
+func loadErr(path string, err error) error {
+	if errors.Is(err, vfs.ErrLocked) || errors.Is(err, recovery.ErrLocked) {
+		return failErr(fmt.Errorf("recover: %s is locked: a broker (strata or Kafka) is running on it; stop it first (%w)", path, err))
+	}
+	if record.IsCorruption(err) || index.IsCorruption(err) {
+		return &exitError{code: ExitProblems, err: fmt.Errorf("recover: %s could not be made consistent: %w", path, err)}
+	}
+	return failErr(fmt.Errorf("recover: %s: %w", path, err))
+}
+
+// lock takes the lock that keeps a broker out: the data directory's, or for a
+// partition directory its parent's when the parent has a .lock file.
+func (r *recoverRun) lock() (func() error, error) {
+	dir := r.path
+	if r.part {
+		dir = filepath.Dir(r.path)
+		if _, err := os.Stat(filepath.Join(dir, ".lock")); err != nil {
+			return func() error { return nil }, nil
+		}
+	}
+	unlock, err := vfs.LockDir(dir)
+	if err != nil {
+		return nil, loadErr(dir, err)
+	}
+	return unlock, nil
+}
+
+// recover plans from the read-only inspection, saves the bytes to be cut,
+// recovers, checks that what was cut is what was saved, and inspects again.
+func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *backupManifest, consistent bool, err error) {
+	unlock, err := r.lock()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = failErr(fmt.Errorf("recover: unlock %s: %w", r.path, uerr))
+		}
+	}()
+	plan, err := r.inspect()
+	if err != nil {
+		return plan, nil, false, err
+	}
+	if backupDir != "" && len(allCuts(plan)) > 0 {
+		if bm, err = saveBackup(backupDir, plan); err != nil {
+			return plan, bm, false, failErr(fmt.Errorf("recover: backup: %w (nothing was changed)", err))
+		}
+	}
+	if r.part {
+		l, lr, oerr := segment.OpenWithReport(r.path, r.segmentOptions())
+		rep = partitionAsReport(r.path, lr)
+		if lr != nil {
+			rep.Partitions[0].IndexesRebuilt += r.missing
+			rep.Totals.IndexesRebuilt += r.missing
+		}
+		if oerr != nil {
+			return rep, bm, false, loadErr(r.path, oerr)
+		}
+		if err := l.Close(); err != nil {
+			return rep, bm, false, failErr(fmt.Errorf("recover: close %s: %w", r.path, err))
+		}
+	} else {
+		d, drep, oerr := recovery.OpenDataDir(r.path, r.recoveryOptions())
+		rep = drep
+		if oerr != nil {
+			return rep, bm, false, loadErr(r.path, oerr)
+		}
+		if err := d.Close(); err != nil {
+			return rep, bm, false, failErr(fmt.Errorf("recover: close %s: %w", r.path, err))
+		}
+	}
+	if bm != nil {
+		if err := bm.check(allCuts(rep)); err != nil {
+			return rep, bm, false, &exitError{code: ExitProblems, err: fmt.Errorf("recover: backup: %w", err)}
+		}
+	}
+	after, err := r.inspect()
+	if err != nil {
+		return rep, bm, false, err
+	}
+	return rep, bm, !after.Changed(), nil
+}
+
+// missingIndexes counts the segments of dir that recovery keeps and whose
+// .index or .timeindex is missing.
+func missingIndexes(dir string, rep *recovery.Report) (int, error) {
+	names, err := readDirNames(dir)
+	if err != nil {
+		return 0, err
+	}
+	removed := map[string]bool{}
+	for _, c := range allCuts(rep) {
+		if c.removed {
+			removed[filepath.Base(c.File)] = true
+		}
+	}
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	count := 0
+	for _, n := range names {
+		base, suf, ok := segment.ParseFileName(n)
+		if !ok || suf != segment.LogSuffix || removed[n] {
+			continue
+		}
+		if !have[segment.FileName(base, segment.IndexSuffix)] || !have[segment.FileName(base, segment.TimeIndexSuffix)] {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// partitionAsReport puts one partition's load report into a data directory
+// report, so both modes print alike.
+func partitionAsReport(dir string, lr *segment.LoadReport) *recovery.Report {
+	rep := &recovery.Report{Dir: dir}
+	if lr == nil {
+		return rep
+	}
+	tp, _ := recovery.ParsePartitionDir(filepath.Base(dir))
+	rep.Partitions = []recovery.PartitionReport{{
+		Topic: tp.Topic, Partition: tp.Partition, Dir: dir,
+		LogEndOffset: lr.LogEndOffset, Segments: lr.Segments, SegmentsScanned: lr.SegmentsScanned,
+		BatchesScanned: lr.BatchesScanned, BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated,
+		SegmentsRemoved: lr.SegmentsRemoved, IndexesRebuilt: lr.IndexesRebuilt, Truncations: lr.Cuts,
+		TempFilesRemoved: lr.TempFilesRemoved, SwapsCompleted: lr.SwapsCompleted, Duration: lr.Duration,
+	}}
+	rep.Totals = recovery.Totals{Partitions: 1, SegmentsScanned: lr.SegmentsScanned, BatchesScanned: lr.BatchesScanned,
+		BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated, SegmentsRemoved: lr.SegmentsRemoved,
+		IndexesRebuilt: lr.IndexesRebuilt, Truncations: len(lr.Cuts), TempFilesRemoved: len(lr.TempFilesRemoved),
+		SwapsCompleted: len(lr.SwapsCompleted)}
+	rep.Duration = lr.Duration
+	return rep
+}
+
+// plannedCut is a cut with whether it removes the whole segment (every cut of
+// a partition after its first: the segments after the truncation point).
+type plannedCut struct {
+	segment.Cut
+	removed bool
+}
+
+func allCuts(rep *recovery.Report) []plannedCut {
+	var cs []plannedCut
+	if rep == nil {
+		return nil
+	}
+	for _, p := range rep.Partitions {
+		for i, c := range p.Truncations {
+			cs = append(cs, plannedCut{Cut: c, removed: i > 0})
+		}
+	}
+	return cs
+}
+
+// backupManifest is MANIFEST.json in the backup directory.
+type backupManifest struct {
+	Dir   string        `json:"dir"`
+	Files []backupEntry `json:"files"`
+}
+
+type backupEntry struct {
+	// Original is the file the bytes came from; Backup holds them.
+	Original string `json:"original"`
+	Backup   string `json:"backup"`
+	// Position is where in Original the bytes began; Length how many.
+	Position int64  `json:"position"`
+	Length   int64  `json:"length"`
+	SHA256   string `json:"sha256"`
+	// Kind: "tail" (a truncated tail), "segment" (a removed segment's .log),
+	// "index" (a removed segment's index file).
+	Kind string `json:"kind"`
+	// OldSize is Original's size before recovery.
+	OldSize int64 `json:"old_size"`
+}
+
+// saveBackup copies every byte the plan cuts into dir, fsyncs it and writes
+// MANIFEST.json.
+func saveBackup(dir string, plan *recovery.Report) (*backupManifest, error) {
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.json")); err == nil {
+		return nil, fmt.Errorf("%s already holds a backup (MANIFEST.json); give a new directory", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	bm := &backupManifest{Dir: dir}
+	for _, c := range allCuts(plan) {
+		kind := "tail"
+		if c.removed {
+			kind = "segment"
+		}
+		if err := bm.save(c.File, c.Position, c.Bytes, kind); err != nil {
+			return bm, err
+		}
+		if c.removed {
+			stem := strings.TrimSuffix(c.File, segment.LogSuffix)
+			for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+				fi, err := os.Stat(stem + suf)
+				if err != nil {
+					continue
+				}
+				if err := bm.save(stem+suf, 0, fi.Size(), "index"); err != nil {
+					return bm, err
+				}
+			}
+		}
+	}
+	b, err := json.MarshalIndent(bm, "", "  ")
+	if err != nil {
+		return bm, err
+	}
+	if err := writeSynced(filepath.Join(dir, "MANIFEST.json"), b); err != nil {
+		return bm, err
+	}
+	return bm, syncDir(dir)
+}
+
+// save copies [pos, pos+n) of file into the backup.
+func (bm *backupManifest) save(file string, pos, n int64, kind string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if pos+n != fi.Size() {
+		return fmt.Errorf("%s: planned cut [%d, %d) does not end at the file's size %d", file, pos, pos+n, fi.Size())
+	}
+	sub := filepath.Join(bm.Dir, filepath.Base(filepath.Dir(file)))
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return err
+	}
+	dst := filepath.Join(sub, fmt.Sprintf("%s@%d", filepath.Base(file), pos))
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	copied, err := io.Copy(io.MultiWriter(out, h), io.NewSectionReader(f, pos, n))
+	if err == nil && copied != n {
+		err = fmt.Errorf("%s: read %d of %d bytes", file, copied, n)
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	bm.Files = append(bm.Files, backupEntry{Original: file, Backup: dst, Position: pos, Length: n,
+		SHA256: hex.EncodeToString(h.Sum(nil)), Kind: kind, OldSize: fi.Size()})
+	return syncDir(sub)
+}
+
+// check compares the backup with what recovery reports it cut, and with the
+// files as recovery left them: every truncated file ends where its saved bytes
+// begin, every removed file is gone.
+func (bm *backupManifest) check(done []plannedCut) error {
+	saved := map[string]backupEntry{}
+	for _, e := range bm.Files {
+		saved[e.Original] = e
+	}
+	for _, c := range done {
+		e, ok := saved[c.File]
+		if !ok || e.Position != c.Position || e.Length != c.Bytes {
+			return fmt.Errorf("recovery cut [%d, +%d) of %s, which the backup does not hold as such", c.Position, c.Bytes, c.File)
+		}
+	}
+	for _, e := range bm.Files {
+		fi, err := os.Stat(e.Original)
+		switch {
+		case e.Kind == "tail" && (err != nil || fi.Size() != e.Position):
+			return fmt.Errorf("%s: expected it cut to %d bytes after recovery (%v)", e.Original, e.Position, err)
+		case e.Kind != "tail" && err == nil:
+			return fmt.Errorf("%s: expected it removed by recovery, it is still there", e.Original)
+		}
+	}
+	return nil
+}
+
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// printRecover writes the human report.
+func printRecover(o *out, res *recoverResult, dry bool) {
+	rep := res.Report
+	verb := func(done, would string) string {
+		if dry {
+			return would
+		}
+		return done
+	}
+	o.str("recover ").str(res.Path).str(" (").str(strings.ReplaceAll(res.Mode, "_", " "))
+	if res.Mode == "data_dir" {
+		if rep.CleanShutdown {
+			o.str(", clean shutdown: segments trusted, tails and indexes checked")
+		} else {
+			o.str(", unclean shutdown: scanned from the recovery points")
+		}
+	} else {
+		o.str(", scanned from its first segment")
+	}
+	if dry {
+		o.str("; dry run, nothing changed")
+	}
+	o.str(")").line()
+	for _, f := range rep.CheckpointErrors {
+		o.str("  unreadable checkpoint (treated as empty): ").str(f).line()
+	}
+	for _, p := range rep.Partitions {
+		for i, c := range p.Truncations {
+			if i == 0 {
+				o.str("  ").str(verb("cut ", "would cut ")).str(c.File).str(" at byte ").int(c.Position)
+			} else {
+				o.str("  ").str(verb("removed ", "would remove ")).str(c.File)
+			}
+			o.str(": offsets [").int(c.FirstOffset).str(", ")
+			if c.EndOffset >= 0 {
+				o.int(c.EndOffset)
+			} else {
+				o.str("?")
+			}
+			o.str("), ").int(c.Bytes).str(" bytes dropped")
+			if c.Reason != "" {
+				o.str(" (").str(c.Reason).str(")")
+			}
+			o.line()
+		}
+		if p.IndexesRebuilt > 0 {
+			o.str("  ").str(p.Dir).str(": ").str(verb("rebuilt the indexes of ", "would rebuild the indexes of ")).str(plural(int64(p.IndexesRebuilt), "segment")).line()
+		}
+		for _, f := range p.TempFilesRemoved {
+			o.str("  ").str(verb("removed leftover ", "would remove leftover ")).str(f).line()
+		}
+		for _, f := range p.SwapsCompleted {
+			o.str("  ").str(verb("completed swap ", "would complete swap ")).str(f).line()
+		}
+		for _, f := range p.SideFilesTrimmed {
+			o.str("  ").str(verb("trimmed ", "would trim ")).str(f).line()
+		}
+	}
+	if res.Backup != nil {
+		var n int64
+		for _, e := range res.Backup.Files {
+			n += e.Length
+		}
+		o.str("  saved ").int(n).str(" cut bytes in ").str(plural(int64(len(res.Backup.Files)), "file")).
+			str(" under ").str(res.Backup.Dir).str(" (MANIFEST.json lists them)").line()
+	}
+	t := rep.Totals
+	o.str("summary: ").str(plural(int64(t.Partitions), "partition")).str(", ").
+		str(plural(int64(t.SegmentsScanned), "segment")).str(" scanned, ").
+		int(t.BytesTruncated).str(" bytes ").str(verb("truncated", "to truncate")).str(", ").
+		str(plural(int64(t.SegmentsRemoved), "segment")).str(verb(" removed", " to remove")).str(", ").
+		str("indexes of ").str(plural(int64(t.IndexesRebuilt), "segment")).str(verb(" rebuilt", " to rebuild")).line()
+	switch {
+	case !res.Changed:
+		o.str("nothing to do: the directory is consistent").line()
+	case dry:
+		o.str("run without --dry-run to repair").line()
+	case res.Consistent:
+		o.str("repaired: the directory is consistent now").line()
+	}
+}
