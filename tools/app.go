@@ -48,6 +48,8 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			brokerCommand(),
 			dumplogCommand(),
 			verifyCommand(),
+			recoverCommand(),
+			compactCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,

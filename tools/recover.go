@@ -248,19 +248,25 @@ func loadErr(path string, err error) error {
 	return failErr(fmt.Errorf("recover: %s: %w", path, err))
 }
 
-// lock takes the lock that keeps a broker out: the data directory's, or for a
-// partition directory its parent's when the parent has a .lock file.
-func (r *recoverRun) lock() (func() error, error) {
-	dir := r.path
-	if r.part {
-		dir = filepath.Dir(r.path)
+// lock takes the lock that keeps a broker out (see lockOffline).
+func (r *recoverRun) lock() (func() error, error) { return lockOffline("recover", r.path, r.part) }
+
+// lockOffline takes the lock that keeps a broker out: the data directory's,
+// or for a partition directory its parent's when the parent has a .lock file.
+func lockOffline(tool, path string, part bool) (func() error, error) {
+	dir := path
+	if part {
+		dir = filepath.Dir(path)
 		if _, err := os.Stat(filepath.Join(dir, ".lock")); err != nil {
 			return func() error { return nil }, nil
 		}
 	}
 	unlock, err := vfs.LockDir(dir)
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, failErr(fmt.Errorf("%s: %s is locked: a broker (strata or Kafka) is running on it; stop it first (%w)", tool, dir, err))
+	}
 	if err != nil {
-		return nil, loadErr(dir, err)
+		return nil, failErr(fmt.Errorf("%s: lock %s: %w", tool, dir, err))
 	}
 	return unlock, nil
 }
