@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratalog/strata/cleaner"
 	"github.com/stratalog/strata/recovery"
+	"github.com/stratalog/strata/segment"
 )
 
 // topicsFile is where the broker keeps topic definitions and config overrides
@@ -149,7 +150,7 @@ func runCompact(c *cli.Context) error {
 				}
 			}
 		}
-		rep, cerr := cleaner.CompactDir(dir, &cleaner.CompactOptions{DryRun: dry, DeleteRetentionMs: retention,
+		rep, cerr := compactOne(dir, &cleaner.CompactOptions{DryRun: dry, DeleteRetentionMs: retention,
 			FromStart: c.Bool("from-start"), Logger: quietLogger()})
 		res := compactResult{Type: "partition", Dir: dir, Topic: tp.Topic, DryRun: dry, DeleteRetentionMs: retention,
 			SegmentsBefore: rep.SegmentsBefore, SegmentsAfter: rep.SegmentsAfter, BytesBefore: rep.BytesBefore,
@@ -200,6 +201,42 @@ func runCompact(c *cli.Context) error {
 		return &exitError{code: ExitProblems, err: fmt.Errorf("compact: %s could not be compacted", plural(int64(failed), "partition"))}
 	}
 	return nil
+}
+
+// compactOne compacts one partition directory. Opening a log for cleaning
+// repairs what it finds (cuts torn tails, rebuilds indexes) even for a dry
+// run, so a partition the read-only inspection finds in need of repair is
+// refused: strata recover, with --backup, is the tool that cuts data. A dry
+// run restores the modification times that opening the active segment's
+// indexes moves (their bytes stay the same).
+func compactOne(dir string, opts *cleaner.CompactOptions) (cleaner.Report, error) {
+	lr, err := recovery.InspectPartition(dir, &segment.Options{CleanShutdown: true, Logger: quietLogger()})
+	if err != nil {
+		return cleaner.Report{Dir: dir, DryRun: opts.DryRun}, err
+	}
+	if lr.BytesTruncated > 0 || lr.SegmentsRemoved > 0 || lr.IndexesRebuilt > 0 || len(lr.TempFilesRemoved) > 0 || len(lr.SwapsCompleted) > 0 {
+		return cleaner.Report{Dir: dir, DryRun: opts.DryRun}, fmt.Errorf("needs recovery first (%d bytes to cut, %d segments to remove, %d indexes to rebuild, %d leftover files): run strata recover %s",
+			lr.BytesTruncated, lr.SegmentsRemoved, lr.IndexesRebuilt, len(lr.TempFilesRemoved)+len(lr.SwapsCompleted), dir)
+	}
+	if !opts.DryRun {
+		return cleaner.CompactDir(dir, opts)
+	}
+	times := map[string]os.FileInfo{}
+	if des, err := os.ReadDir(dir); err == nil {
+		for _, d := range des {
+			if fi, err := d.Info(); err == nil {
+				times[d.Name()] = fi
+			}
+		}
+	}
+	rep, cerr := cleaner.CompactDir(dir, opts)
+	for name, fi := range times {
+		p := filepath.Join(dir, name)
+		if now, err := os.Stat(p); err == nil && !now.ModTime().Equal(fi.ModTime()) && now.Size() == fi.Size() {
+			_ = os.Chtimes(p, time.Time{}, fi.ModTime())
+		}
+	}
+	return rep, cerr
 }
 
 func printCompact(o *out, r *compactResult) {
