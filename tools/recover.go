@@ -590,13 +590,12 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 			} else {
 				o.str("  ").str(verb("removed ", "would remove ")).str(c.File)
 			}
-			o.str(": offsets [").int(c.FirstOffset).str(", ")
 			if c.EndOffset >= 0 {
-				o.int(c.EndOffset)
+				o.str(": offsets [").int(c.FirstOffset).str(", ").int(c.EndOffset).str(")")
 			} else {
-				o.str("?")
+				o.str(": offsets from ").int(c.FirstOffset).str(" (no header readable)")
 			}
-			o.str("), ").int(c.Bytes).str(" bytes dropped")
+			o.str(", ").int(c.Bytes).str(" bytes dropped")
 			if c.Reason != "" {
 				o.str(" (").str(c.Reason).str(")")
 			}
