@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/stratalog/strata/index"
+	"github.com/stratalog/strata/internal/checkpoint"
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/recovery"
@@ -42,7 +44,11 @@ them; to rescan one partition in full, give its directory.
 
 A partition directory is scanned from its first segment (every entry's framing
 and CRC). If its parent has a .lock file, that lock is taken to keep a broker out.
-Checkpoints in the parent are not rewritten.
+Its entries in the parent's offset checkpoints (recovery point, log start,
+replication, cleaner) above the new log end are lowered to it, leader epochs
+starting at or past it are dropped and producer snapshots above it removed.
+Aborted transactions in .txnindex files are not trimmed in this mode (recover
+the data directory for that).
 
 --dry-run prints exactly what would be truncated, removed, rebuilt or renamed and
 changes nothing: no file is written, created (not even .lock) or touched.
@@ -53,7 +59,8 @@ changes nothing: no file is written, created (not even .lock) or touched.
    DIR/<partition-dir>/<file>@<P>  the bytes [P, old end) of <file>: a truncated
                                    tail (kind "tail"), or a whole removed segment
                                    file (@0; kind "segment", with its .index,
-                                   .timeindex and .txnindex when present)
+                                   .timeindex and .txnindex when present), or a
+                                   removed producer snapshot (@0; "snapshot")
 DIR must not lie inside PATH and must not hold an earlier MANIFEST.json. The tool
 checks afterwards that each truncated file ends exactly at P and each removed
 file is gone, so the backup holds exactly the bytes that were cut.
@@ -195,6 +202,9 @@ type recoverRun struct {
 	// missing is how many kept segments lacked an index at the last
 	// inspection (partition mode).
 	missing int
+	// snapshots are the producer snapshots above the log end that the last
+	// inspection found (partition mode): removed, so backed up.
+	snapshots []string
 }
 
 func (r *recoverRun) segmentOptions() *segment.Options {
@@ -229,6 +239,13 @@ func (r *recoverRun) inspect() (*recovery.Report, error) {
 		rep.Partitions[0].IndexesRebuilt += n
 		rep.Totals.IndexesRebuilt += n
 		r.missing = n
+		side, snaps, serr := partitionSideFixes(r.path, lr.LogEndOffset, false)
+		if serr != nil {
+			return rep, failErr(fmt.Errorf("recover: %w", serr))
+		}
+		rep.Partitions[0].SideFilesTrimmed = side
+		rep.Totals.SideFilesTrimmed = len(side)
+		r.snapshots = snaps
 	}
 	if err != nil {
 		return rep, loadErr(r.path, err)
@@ -287,8 +304,8 @@ func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *backup
 	if err != nil {
 		return plan, nil, false, err
 	}
-	if backupDir != "" && len(allCuts(plan)) > 0 {
-		if bm, err = saveBackup(backupDir, plan); err != nil {
+	if backupDir != "" && len(allCuts(plan))+len(r.snapshots) > 0 {
+		if bm, err = saveBackup(backupDir, plan, r.snapshots); err != nil {
 			return plan, bm, false, failErr(fmt.Errorf("recover: backup: %w (nothing was changed)", err))
 		}
 	}
@@ -304,6 +321,12 @@ func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *backup
 		}
 		if err := l.Close(); err != nil {
 			return rep, bm, false, failErr(fmt.Errorf("recover: close %s: %w", r.path, err))
+		}
+		side, _, serr := partitionSideFixes(r.path, lr.LogEndOffset, true)
+		rep.Partitions[0].SideFilesTrimmed = side
+		rep.Totals.SideFilesTrimmed = len(side)
+		if serr != nil {
+			return rep, bm, false, failErr(fmt.Errorf("recover: %s: %w", r.path, serr))
 		}
 	} else {
 		d, drep, oerr := recovery.OpenDataDir(r.path, r.recoveryOptions())
@@ -415,7 +438,8 @@ type backupEntry struct {
 	Length   int64  `json:"length"`
 	SHA256   string `json:"sha256"`
 	// Kind: "tail" (a truncated tail), "segment" (a removed segment's .log),
-	// "index" (a removed segment's index file).
+	// "index" (a removed segment's index file), "snapshot" (a producer
+	// snapshot above the new log end, removed; partition mode).
 	Kind string `json:"kind"`
 	// OldSize is Original's size before recovery.
 	OldSize int64 `json:"old_size"`
@@ -423,7 +447,7 @@ type backupEntry struct {
 
 // saveBackup copies every byte the plan cuts into dir, fsyncs it and writes
 // MANIFEST.json.
-func saveBackup(dir string, plan *recovery.Report) (*backupManifest, error) {
+func saveBackup(dir string, plan *recovery.Report, wholeFiles []string) (*backupManifest, error) {
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.json")); err == nil {
 		return nil, fmt.Errorf("%s already holds a backup (MANIFEST.json); give a new directory", dir)
 	}
@@ -450,6 +474,15 @@ func saveBackup(dir string, plan *recovery.Report) (*backupManifest, error) {
 					return bm, err
 				}
 			}
+		}
+	}
+	for _, f := range wholeFiles {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return bm, err
+		}
+		if err := bm.save(f, 0, fi.Size(), "snapshot"); err != nil {
+			return bm, err
 		}
 	}
 	b, err := json.MarshalIndent(bm, "", "  ")
@@ -636,4 +669,82 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 	case res.Consistent:
 		o.str("repaired: the directory is consistent now").line()
 	}
+}
+
+// partitionSideFixes brings the files that name offsets of a partition
+// recovered on its own down to its new log end, as start-up does for a data
+// directory: its entry in the parent's offset checkpoints (a log start offset
+// above the log end would make the broker drop every segment), leader epochs
+// starting at or past the end, and producer snapshots above it. With write
+// false it only reports. It returns what it changed (or would) and the
+// snapshot files removed (or to remove).
+func partitionSideFixes(dir string, end int64, write bool) (changes, removed []string, err error) {
+	parent := filepath.Dir(dir)
+	if tp, ok := recovery.ParsePartitionDir(filepath.Base(dir)); ok {
+		for _, name := range []string{checkpoint.RecoveryPointFile, checkpoint.LogStartOffsetFile, checkpoint.ReplicationOffsetFile, checkpoint.CleanerOffsetFile} {
+			path := filepath.Join(parent, name)
+			b, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return changes, removed, err
+			}
+			m, err := checkpoint.ParseOffsets(b)
+			if err != nil {
+				continue // unreadable: the broker treats it as empty
+			}
+			if off, ok := m[tp]; !ok || off <= end {
+				continue
+			}
+			changes = append(changes, fmt.Sprintf("%s: %s offset %d lowered to the log end %d", path, tp, m[tp], end))
+			m[tp] = end
+			if write {
+				if err := checkpoint.WriteOffsets(vfs.OS, path, m); err != nil {
+					return changes, removed, err
+				}
+			}
+		}
+	}
+	epochPath := filepath.Join(dir, checkpoint.LeaderEpochFile)
+	if b, err := os.ReadFile(epochPath); err == nil {
+		if es, err := checkpoint.ParseEpochs(b); err == nil {
+			keep := es[:0:0]
+			for _, e := range es {
+				if e.StartOffset < end {
+					keep = append(keep, e)
+				}
+			}
+			if len(keep) < len(es) {
+				changes = append(changes, fmt.Sprintf("%s: %d leader epochs starting at or past the log end %d dropped", epochPath, len(es)-len(keep), end))
+				if write {
+					if err := checkpoint.WriteEpochs(vfs.OS, epochPath, keep); err != nil {
+						return changes, removed, err
+					}
+				}
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return changes, removed, err
+	}
+	names, err := readDirNames(dir)
+	if err != nil {
+		return changes, removed, err
+	}
+	for _, n := range names {
+		if base, suf, ok := segment.ParseFileName(n); ok && suf == segment.SnapshotSuffix && base > end {
+			path := filepath.Join(dir, n)
+			changes = append(changes, fmt.Sprintf("%s: producer snapshot above the log end %d removed", path, end))
+			removed = append(removed, path)
+			if write {
+				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return changes, removed, err
+				}
+			}
+		}
+	}
+	if write && len(changes) > 0 {
+		err = syncDir(dir)
+	}
+	return changes, removed, err
 }

@@ -380,3 +380,54 @@ func TestRecoverUsage(t *testing.T) {
 		t.Errorf("--help: exit %d", code)
 	}
 }
+
+// TestRecoverPartitionSideFiles: recovering a partition directory on its own
+// lowers its entries in the parent's checkpoints to the new log end (a log
+// start above it would make the broker drop every segment), drops later
+// leader epochs and removes (after backing up) later producer snapshots, so
+// the whole data directory verifies clean.
+func TestRecoverPartitionSideFiles(t *testing.T) {
+	p := makePartition(t)
+	b, _ := os.ReadFile(p.logs[0])
+	b[p.batchPos[0][2]+record.BatchHeaderSize+3] ^= 0x55 // cut at offset 20
+	write(t, p.logs[0], b)
+	write(t, filepath.Join(p.root, "log-start-offset-checkpoint"), []byte("0\n2\norders 0 30\nother 0 7\n"))
+	write(t, filepath.Join(p.dir, "leader-epoch-checkpoint"), []byte("0\n2\n4 0\n5 60\n"))
+	snap := filepath.Join(p.dir, fmt.Sprintf("%020d.snapshot", 100))
+	write(t, snap, []byte("snapshot bytes"))
+
+	before := snapshotFiles(t, p.root)
+	dry, _, code := run(t, "recover", p.dir, "--dry-run")
+	if d := before.diff(snapshotFiles(t, p.root)); d != "" || code != ExitOK {
+		t.Fatalf("dry run: exit %d, changed:\n%s", code, d)
+	}
+	for _, want := range []string{"would trim " + filepath.Join(p.root, "recovery-point-offset-checkpoint") + ": orders-0 offset 120 lowered to the log end 20",
+		"log-start-offset-checkpoint: orders-0 offset 30 lowered", "1 leader epochs", "producer snapshot above the log end 20"} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, dry)
+		}
+	}
+	backup := filepath.Join(t.TempDir(), "bk")
+	if out, stderr, code := run(t, "recover", p.dir, "--backup", backup); code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if stdout, _, code := run(t, "verify", p.root); code != ExitOK {
+		t.Errorf("verify of the data directory after recovering the partition: exit %d\n%s", code, stdout)
+	}
+	got, _ := os.ReadFile(filepath.Join(p.root, "log-start-offset-checkpoint"))
+	if string(got) != "0\n2\nother 0 7\norders 0 20\n" && string(got) != "0\n2\norders 0 20\nother 0 7\n" {
+		t.Errorf("log-start-offset-checkpoint: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(p.dir, "leader-epoch-checkpoint")); string(got) != "0\n1\n4 0\n" {
+		t.Errorf("leader-epoch-checkpoint: %q", got)
+	}
+	if _, err := os.Stat(snap); err == nil {
+		t.Errorf("snapshot above the log end still there")
+	}
+	if saved, err := os.ReadFile(filepath.Join(backup, "orders-0", filepath.Base(snap)+"@0")); err != nil || string(saved) != "snapshot bytes" {
+		t.Errorf("snapshot backup: %v %q", err, saved)
+	}
+	if again, _, _ := run(t, "recover", p.dir); !strings.Contains(again, "nothing to do") {
+		t.Errorf("second run:\n%s", again)
+	}
+}
