@@ -45,6 +45,7 @@ partition's entry in the cleaner-offset-checkpoint of the parent directory
 
 --delete-retention is a Go duration (24h, 90m, 0s); without it a topic's
 delete.retention.ms from strata-topics.json applies, else Kafka's default 24h.
+The topic's min.compaction.lag.ms and segment.bytes apply too when set there.
 --dry-run decides everything and reports what would be removed, changing nothing.
 
 Exit status: 0 every selected partition compacted (or, dry, inspected), 1 a
@@ -137,6 +138,10 @@ func runCompact(c *cli.Context) error {
 		}
 		defer unlock()
 	}
+	var prog *progress
+	if isTerminal(c.App.ErrWriter) && len(parts) > 1 {
+		prog = newProgress(c.App.ErrWriter, int64(len(parts)), "compact (partitions)")
+	}
 	o := newOut(c.App.Writer)
 	failed := 0
 	var before, after int64
@@ -150,8 +155,12 @@ func runCompact(c *cli.Context) error {
 				}
 			}
 		}
-		rep, cerr := compactOne(dir, &cleaner.CompactOptions{DryRun: dry, DeleteRetentionMs: retention,
-			FromStart: c.Bool("from-start"), Logger: quietLogger()})
+		copts := &cleaner.CompactOptions{DryRun: dry, DeleteRetentionMs: retention,
+			FromStart: c.Bool("from-start"), Logger: quietLogger()}
+		topicConfigInts(configs[tp.Topic], map[string]*int64{
+			"min.compaction.lag.ms": &copts.MinCompactionLagMs, "segment.bytes": &copts.SegmentBytes})
+		rep, cerr := compactOne(dir, copts)
+		prog.add(1)
 		res := compactResult{Type: "partition", Dir: dir, Topic: tp.Topic, DryRun: dry, DeleteRetentionMs: retention,
 			SegmentsBefore: rep.SegmentsBefore, SegmentsAfter: rep.SegmentsAfter, BytesBefore: rep.BytesBefore,
 			BytesAfter: rep.BytesAfter, FirstDirtyOffset: rep.FirstDirtyOffset, EndOffset: rep.EndOffset,
@@ -177,6 +186,7 @@ func runCompact(c *cli.Context) error {
 			printCompact(o, &res)
 		}
 	}
+	prog.done()
 	if asJSON {
 		o.str(`{"type":"summary","partitions":`).int(int64(len(parts))).str(`,"failed":`).int(int64(failed)).
 			str(`,"bytes_before":`).int(before).str(`,"bytes_after":`).int(after).str(`,"dry_run":`).bool(dry).str("}").line()
@@ -257,6 +267,16 @@ func printCompact(o *out, r *compactResult) {
 		o.str(" (partial: the offset map filled up; run again)")
 	}
 	o.line()
+}
+
+// topicConfigInts sets each target from the topic config of its name when
+// that is a non-negative integer.
+func topicConfigInts(cfg map[string]string, targets map[string]*int64) {
+	for name, p := range targets {
+		if v, err := strconv.ParseInt(cfg[name], 10, 64); err == nil && v >= 0 {
+			*p = v
+		}
+	}
 }
 
 // readTopicConfigs reads the config overrides of every topic in the broker's

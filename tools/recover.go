@@ -141,6 +141,7 @@ func runRecover(c *cli.Context) error {
 	rr := &recoverRun{path: path, part: partMode}
 	var runErr error
 	if dry {
+		warnIfLocked(c.App.ErrWriter, path, partMode)
 		res.Report, runErr = rr.inspect()
 	} else {
 		res.Report, res.Backup, res.Consistent, runErr = rr.recover(backupDir)
@@ -286,6 +287,27 @@ func lockOffline(tool, path string, part bool) (func() error, error) {
 		return nil, failErr(fmt.Errorf("%s: lock %s: %w", tool, dir, err))
 	}
 	return unlock, nil
+}
+
+// warnIfLocked tells a dry run that a broker holds the directory (its active
+// segments may then look torn). It probes only an existing .lock file, so it
+// creates nothing.
+func warnIfLocked(w io.Writer, path string, part bool) {
+	dir := path
+	if part {
+		dir = filepath.Dir(path)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".lock")); err != nil {
+		return
+	}
+	unlock, err := vfs.LockDir(dir)
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			fmt.Fprintf(w, "strata: recover: note: %s is in use by a running broker; what it is writing may look torn\n", dir)
+		}
+		return
+	}
+	_ = unlock()
 }
 
 // recover plans from the read-only inspection, saves the bytes to be cut,

@@ -355,8 +355,11 @@ func TestRecoverLocked(t *testing.T) {
 	if d := before.diff(snapshotFiles(t, p.root)); d != "" {
 		t.Errorf("refused recovery changed files:\n%s", d)
 	}
-	if _, _, code := run(t, "recover", "--dry-run", p.root); code != ExitOK {
-		t.Errorf("dry run while locked: exit %d", code)
+	if _, stderr, code := run(t, "recover", "--dry-run", p.root); code != ExitOK || !strings.Contains(stderr, "in use by a running broker") {
+		t.Errorf("dry run while locked: exit %d %q", code, stderr)
+	}
+	if d := before.diff(snapshotFiles(t, p.root)); d != "" {
+		t.Errorf("dry run changed files:\n%s", d)
 	}
 }
 
