@@ -112,6 +112,9 @@ var recoverCases = []recoverCase{
 	{"deleted index", func(t *testing.T, p *testPartition) {
 		os.Remove(strings.TrimSuffix(p.logs[0], ".log") + ".index")
 	}, false},
+	{"leftover deleted segment", func(t *testing.T, p *testPartition) {
+		write(t, filepath.Join(p.dir, "00000000000000000003.log.deleted"), []byte("old segment"))
+	}, false},
 	{"corrupt middle segment", func(t *testing.T, p *testPartition) {
 		b, _ := os.ReadFile(p.logs[0])
 		b[p.batchPos[0][2]+record.BatchHeaderSize+3] ^= 0x55
@@ -120,6 +123,16 @@ var recoverCases = []recoverCase{
 		// first segment so start-up rescans it.
 		write(t, filepath.Join(p.root, "recovery-point-offset-checkpoint"), []byte("0\n1\norders 0 15\n"))
 	}, true},
+}
+
+func recoverCaseNamed(t *testing.T, name string) recoverCase {
+	for _, c := range recoverCases {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no case %q", name)
+	return recoverCase{}
 }
 
 // TestRecoverRepairs: for every kind of damage, on a partition directory and
@@ -266,7 +279,7 @@ func checkBackup(t *testing.T, dir string, logs map[string][]byte, res map[strin
 // --help gives restore the damaged files byte for byte.
 func TestRecoverBackupRestore(t *testing.T) {
 	p := makePartition(t)
-	recoverCases[5].damage(t, p) // corrupt middle segment: a tail cut and a removed segment
+	recoverCaseNamed(t, "corrupt middle segment").damage(t, p) // a tail cut and a removed segment
 	logs := readLogs(t, p.root)
 	backup := filepath.Join(t.TempDir(), "b")
 	if _, stderr, code := run(t, "recover", p.dir, "--backup", backup); code != ExitOK {
