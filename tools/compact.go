@@ -34,7 +34,8 @@ func compactCommand() *cli.Command {
 cleanup.policy contains "compact" in the broker's stored topic configs
 (strata-topics.json, when present; Kafka keeps topic configs elsewhere) or when
 --topic names the topic. The broker must be down: a directory locked by one is
-refused (the data directory's .lock, or the parent's for a partition directory).
+refused (the data directory's .lock, or the parent's for a partition directory),
+by a dry run too, since the cleaner opens the logs for writing.
 
 One cleaning pass runs over each partition, the active (last) segment included:
 for every key only the latest record is kept, tombstones older than
@@ -131,13 +132,14 @@ func runCompact(c *cli.Context) error {
 	} else if parts, err = compactedPartitions(path, configs, topics); err != nil {
 		return err
 	}
-	if !dry { // a dry run takes no lock: it creates no file
-		unlock, err := lockOffline("compact", path, partMode)
-		if err != nil {
-			return err
-		}
-		defer unlock()
+	// The cleaner opens logs for writing even in a dry run, so a dry run too
+	// keeps out of a broker's directory, taking an existing .lock (it creates
+	// no file).
+	unlock, err := lockOffline("compact", path, partMode, !dry)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	var prog *progress
 	if isTerminal(c.App.ErrWriter) && len(parts) > 1 {
 		prog = newProgress(c.App.ErrWriter, int64(len(parts)), "compact (partitions)")

@@ -197,9 +197,10 @@ func TestCompactRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshotFiles(t, root)
-	for _, target := range []string{root, filepath.Join(root, "users-0")} {
-		if _, stderr, code := run(t, "compact", target); code != ExitUsage || !strings.Contains(stderr, "locked") || !strings.Contains(stderr, root) {
-			t.Errorf("compact %s while locked: exit %d %q", target, code, stderr)
+	for _, args := range [][]string{{root}, {filepath.Join(root, "users-0")}, {root, "--dry-run"}, {"--dry-run", filepath.Join(root, "users-0")}} {
+		target := args[0]
+		if _, stderr, code := run(t, append([]string{"compact"}, args...)...); code != ExitUsage || !strings.Contains(stderr, "locked") || !strings.Contains(stderr, root) {
+			t.Errorf("compact %v while locked: exit %d %q (%s)", args, code, stderr, target)
 		}
 	}
 	if d := before.diff(snapshotFiles(t, root)); d != "" {

@@ -267,14 +267,19 @@ func loadErr(path string, err error) error {
 }
 
 // lock takes the lock that keeps a broker out (see lockOffline).
-func (r *recoverRun) lock() (func() error, error) { return lockOffline("recover", r.path, r.part) }
+func (r *recoverRun) lock() (func() error, error) {
+	return lockOffline("recover", r.path, r.part, true)
+}
 
 // lockOffline takes the lock that keeps a broker out: the data directory's,
 // or for a partition directory its parent's when the parent has a .lock file.
-func lockOffline(tool, path string, part bool) (func() error, error) {
+// With create false a missing .lock is not created (no lock is taken).
+func lockOffline(tool, path string, part, create bool) (func() error, error) {
 	dir := path
 	if part {
 		dir = filepath.Dir(path)
+	}
+	if part || !create {
 		if _, err := os.Stat(filepath.Join(dir, ".lock")); err != nil {
 			return func() error { return nil }, nil
 		}
