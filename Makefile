@@ -1,10 +1,11 @@
 # strata — see README.md. `make test` is what CI runs.
+SHELL := /bin/bash
 GO        ?= go
 FUZZTIME  ?= 30s
 BENCHDIR  ?= $(shell mktemp -u /tmp/strata-bench.XXXXXX)
 PKGS       = ./...
 
-.PHONY: build test vet fmt-check unit fuzz fuzz-short bench run deps
+.PHONY: build test vet fmt-check unit crash fuzz fuzz-short bench run deps
 
 build:
 	$(GO) build -o strata .
@@ -16,7 +17,7 @@ run: build
 deps:
 	@bash scripts/deps.sh
 
-test: deps fmt-check vet unit fuzz-short
+test: deps fmt-check vet unit crash fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -26,7 +27,12 @@ vet:
 	$(GO) vet $(PKGS)
 
 unit:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m -skip '^TestCrashConsistency$$' $(PKGS)
+
+# crash runs the crash-consistency harness verbosely so its count of explored
+# crash states shows in the output.
+crash:
+	@bash scripts/crash.sh
 
 # fuzz-short runs every fuzz target briefly so CI keeps them alive.
 fuzz-short:
