@@ -266,6 +266,16 @@ func (d *DataDir) AddLog(tp TopicPartition, l *segment.Log) error {
 	return nil
 }
 
+// RemoveLog forgets tp's log (a deleted partition) and returns it, or nil;
+// the caller closes it. Checkpoints and shutdown no longer cover it.
+func (d *DataDir) RemoveLog(tp TopicPartition) *segment.Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.logs[tp]
+	delete(d.logs, tp)
+	return l
+}
+
 // PartitionDir is the directory of tp's log in this data directory.
 func (d *DataDir) PartitionDir(tp TopicPartition) string {
 	return filepath.Join(d.dir, tp.Topic+"-"+strconv.Itoa(int(tp.Partition)))

@@ -35,6 +35,21 @@ type Config struct {
 	RetentionCheckMs      int64      // log.retention.check.interval.ms (default 300000)
 	TimestampType         string     // log.message.timestamp.type: CreateTime (default) or LogAppendTime
 	CleanupPolicy         string     // log.cleanup.policy: delete (default), compact or both
+	CheckpointIntervalMs  int64      // log.flush.offset.checkpoint.interval.ms (default 60000)
+	RecoveryThreads       int        // num.recovery.threads.per.data.dir (default 2)
+	DeleteTopicEnable     bool       // delete.topic.enable (default true)
+	FileDeleteDelayMs     int64      // file.delete.delay.ms: deleted topics' dirs linger (default 60000)
+	// Cleaner settings (log.cleaner.*), Kafka's defaults.
+	CleanerEnable            bool    // log.cleaner.enable (default true)
+	CleanerThreads           int     // log.cleaner.threads (default 1)
+	CleanerDedupeBufferBytes int64   // log.cleaner.dedupe.buffer.size (default 128 MiB)
+	CleanerLoadFactor        float64 // log.cleaner.io.buffer.load.factor (default 0.9)
+	CleanerIOMaxBytesPerSec  float64 // log.cleaner.io.max.bytes.per.second (default unlimited)
+	CleanerBackoffMs         int64   // log.cleaner.backoff.ms (default 15000)
+	MinCleanableRatio        float64 // log.cleaner.min.cleanable.ratio (default 0.5)
+	DeleteRetentionMs        int64   // log.cleaner.delete.retention.ms (default 1 day)
+	MinCompactionLagMs       int64   // log.cleaner.min.compaction.lag.ms (default 0)
+	MaxCompactionLagMs       int64   // log.cleaner.max.compaction.lag.ms (default: never)
 	// ProduceValidation is strata.produce.validation: "full" (default, as
 	// Kafka: compressed batches are decompressed to check every record) or
 	// "header" (trust a compressed batch after its header and CRC checks,
@@ -87,6 +102,19 @@ func DefaultConfig() *Config {
 		TimestampType:         "CreateTime",
 		CleanupPolicy:         "delete",
 		ProduceValidation:     "full",
+		CheckpointIntervalMs:  60000,
+		RecoveryThreads:       2,
+		DeleteTopicEnable:     true,
+		FileDeleteDelayMs:     60000,
+
+		CleanerEnable:            true,
+		CleanerThreads:           1,
+		CleanerDedupeBufferBytes: 128 << 20,
+		CleanerLoadFactor:        0.9,
+		CleanerBackoffMs:         15000,
+		MinCleanableRatio:        0.5,
+		DeleteRetentionMs:        24 * 3600 * 1000,
+		MaxCompactionLagMs:       math.MaxInt64,
 	}
 }
 
@@ -355,6 +383,34 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
 	case "strata.shutdown.timeout.ms":
 		c.ShutdownTimeoutMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.flush.offset.checkpoint.interval.ms":
+		c.CheckpointIntervalMs, err = strconv.ParseInt(v, 10, 64)
+	case "num.recovery.threads.per.data.dir":
+		c.RecoveryThreads, err = strconv.Atoi(v)
+	case "delete.topic.enable":
+		c.DeleteTopicEnable, err = strconv.ParseBool(v)
+	case "file.delete.delay.ms":
+		c.FileDeleteDelayMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.cleaner.enable":
+		c.CleanerEnable, err = strconv.ParseBool(v)
+	case "log.cleaner.threads":
+		c.CleanerThreads, err = strconv.Atoi(v)
+	case "log.cleaner.dedupe.buffer.size":
+		c.CleanerDedupeBufferBytes, err = strconv.ParseInt(v, 10, 64)
+	case "log.cleaner.io.buffer.load.factor":
+		c.CleanerLoadFactor, err = strconv.ParseFloat(v, 64)
+	case "log.cleaner.io.max.bytes.per.second":
+		c.CleanerIOMaxBytesPerSec, err = strconv.ParseFloat(v, 64)
+	case "log.cleaner.backoff.ms":
+		c.CleanerBackoffMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.cleaner.min.cleanable.ratio":
+		c.MinCleanableRatio, err = strconv.ParseFloat(v, 64)
+	case "log.cleaner.delete.retention.ms":
+		c.DeleteRetentionMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.cleaner.min.compaction.lag.ms":
+		c.MinCompactionLagMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.cleaner.max.compaction.lag.ms":
+		c.MaxCompactionLagMs, err = strconv.ParseInt(v, 10, 64)
 	default:
 		c.Unknown = append(c.Unknown, k)
 	}
@@ -383,6 +439,16 @@ func (c *Config) Validate() error {
 		return bad("log.flush.interval.* must be positive")
 	case c.RetentionCheckMs < 1:
 		return bad("log.retention.check.interval.ms %d must be positive", c.RetentionCheckMs)
+	case c.CheckpointIntervalMs < 1:
+		return bad("log.flush.offset.checkpoint.interval.ms %d must be positive", c.CheckpointIntervalMs)
+	case c.RecoveryThreads < 1:
+		return bad("num.recovery.threads.per.data.dir %d must be positive", c.RecoveryThreads)
+	case c.FileDeleteDelayMs < 0:
+		return bad("file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs)
+	case c.CleanerThreads < 1 || c.CleanerDedupeBufferBytes < 1 || c.CleanerLoadFactor <= 0 || c.CleanerLoadFactor > 1 || c.CleanerBackoffMs < 0:
+		return bad("log.cleaner.* settings out of range")
+	case c.MinCleanableRatio < 0 || c.MinCleanableRatio > 1 || c.DeleteRetentionMs < 0 || c.MinCompactionLagMs < 0 || c.MaxCompactionLagMs < 1:
+		return bad("log.cleaner.* topic defaults out of range")
 	case c.MessageMaxBytes < 0:
 		return bad("message.max.bytes %d must not be negative", c.MessageMaxBytes)
 	case c.SocketRequestMaxBytes < 1:

@@ -88,6 +88,10 @@ func TestKillRestart(t *testing.T) {
 	_ = cmd.Wait()
 
 	s := startServer(t, dir)
+	if rep := s.topics.reports[0]; rep.CleanShutdown || rep.Totals.SegmentsScanned == 0 || rep.Totals.Partitions != 1 {
+		t.Fatalf("restart after SIGKILL: clean=%v scanned=%d partitions=%d, want an unclean recovery scanning the log",
+			rep.CleanShutdown, rep.Totals.SegmentsScanned, rep.Totals.Partitions)
+	}
 	got := consumeAll(t, s, "survive", []int32{0}, n)
 	for i, r := range got {
 		if string(r.Value) != fmt.Sprint(i) || r.Offset != int64(i) {

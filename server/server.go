@@ -68,6 +68,11 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		done:  make(chan struct{}),
 	}
 	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger)
+	cm, err := newCleaner(cfg, s.topics)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s.topics.cleaner = cm
 	if err := s.topics.load(); err != nil {
 		_ = s.topics.close()
 		return nil, err
@@ -84,8 +89,9 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		s.listeners = append(s.listeners, ln)
 	}
 	s.advertised = s.advertise()
+	cm.Start()
 	s.bgWG.Add(1)
-	go s.retentionLoop()
+	go s.checkpointLoop()
 	for _, ln := range s.listeners {
 		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
 			"node_id", cfg.NodeID, "cluster_id", s.topics.clusterID, "log_dirs", cfg.LogDirs)

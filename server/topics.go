@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/stratalog/strata/cleaner"
 	"github.com/stratalog/strata/internal/fsutil"
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/recovery"
 	"github.com/stratalog/strata/segment"
 )
 
@@ -44,6 +46,9 @@ type partition struct {
 	index int32
 	dir   string
 	log   PartitionLog
+	// dd is the DataDir covering the log (checkpoints, shutdown), nil for a
+	// log from a custom opener that is not a *segment.Log.
+	dd *recovery.DataDir
 }
 
 // topicsFileData is the JSON kept in TopicsFile.
@@ -67,6 +72,10 @@ type topicStore struct {
 	log       *slog.Logger
 	clusterID string
 
+	dataDirs []*recovery.DataDir // one per log dir, opened by recovery
+	reports  []*recovery.Report  // what recovery did at start
+	cleaner  *cleaner.Manager    // set by the server once logs are open
+
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
@@ -76,29 +85,37 @@ func newTopicStore(cfg *Config, open LogOpener, log *slog.Logger) *topicStore {
 	return &topicStore{cfg: cfg, open: open, log: log, topics: map[string]*topic{}}
 }
 
-// load prepares every log dir (meta.properties), reads the topic table and
-// opens every partition.
+// load prepares every log dir (meta.properties), reads the topic table, runs
+// recovery over every log dir and opens every partition.
 func (ts *topicStore) load() error {
+	for _, dir := range ts.cfg.LogDirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("%w: %w", ErrDataDir, err)
+		}
+	}
+	items, err := ts.readTopicsFile()
+	if err != nil {
+		return err
+	}
+	configs := map[string]map[string]string{}
+	for _, it := range items {
+		configs[it.Name] = it.Configs
+	}
+	if err := ts.openDataDirs(func(topic string) *segment.Options {
+		o, err := ts.segmentOptions(configs[topic])
+		if err != nil {
+			return nil
+		}
+		return o
+	}); err != nil {
+		return err
+	}
 	id, err := ts.loadMetaProperties()
 	if err != nil {
 		return err
 	}
 	ts.clusterID = id
-	b, err := os.ReadFile(ts.topicsPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrDataDir, err)
-	}
-	var d topicsFileData
-	if err := json.Unmarshal(b, &d); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrDataDir, ts.topicsPath(), err)
-	}
-	if d.Version != 1 {
-		return fmt.Errorf("%w: %s: version %d, want 1", ErrDataDir, ts.topicsPath(), d.Version)
-	}
-	for _, it := range d.Topics {
+	for _, it := range items {
 		uid, err := parseUUID(it.TopicID)
 		if err != nil || validateTopicName(it.Name) != nil || it.Partitions < 1 {
 			return fmt.Errorf("%w: %s: bad topic entry %q", ErrDataDir, ts.topicsPath(), it.Name)
@@ -116,6 +133,25 @@ func (ts *topicStore) load() error {
 	return nil
 }
 
+// readTopicsFile reads the topic table (none yet: no items).
+func (ts *topicStore) readTopicsFile() ([]topicFileItem, error) {
+	b, err := os.ReadFile(ts.topicsPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDataDir, err)
+	}
+	var d topicsFileData
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrDataDir, ts.topicsPath(), err)
+	}
+	if d.Version != 1 {
+		return nil, fmt.Errorf("%w: %s: version %d, want 1", ErrDataDir, ts.topicsPath(), d.Version)
+	}
+	return d.Topics, nil
+}
+
 func (ts *topicStore) topicsPath() string { return filepath.Join(ts.cfg.LogDirs[0], TopicsFile) }
 
 // loadMetaProperties reads or writes meta.properties in each log dir and
@@ -124,9 +160,6 @@ func (ts *topicStore) loadMetaProperties() (string, error) {
 	clusterID := ""
 	var missing []string
 	for _, dir := range ts.cfg.LogDirs {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrDataDir, err)
-		}
 		p := filepath.Join(dir, MetaPropertiesFile)
 		f, err := os.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -254,36 +287,43 @@ func (ts *topicStore) create(name string, n int32, configs map[string]string, va
 // openPartitions opens partitions 0..n-1 of t, creating missing directories
 // in the log dir holding the fewest partitions.
 func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
+	start := int32(len(t.parts))
 	defer func() {
 		if err != nil { // leave nothing open behind a failure
-			for _, p := range t.parts {
-				_ = p.log.Close()
+			for _, p := range t.parts[start:] {
+				ts.dropLog(p)
 			}
-			t.parts = t.parts[:0]
+			t.parts = t.parts[:start]
 		}
 	}()
 	opts, err := ts.segmentOptions(t.configs)
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
 	}
-	for p := int32(0); p < n; p++ {
-		name := t.name + "-" + strconv.Itoa(int(p))
-		dir := ""
-		for _, d := range ts.cfg.LogDirs {
-			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.IsDir() {
-				dir = filepath.Join(d, name)
-				break
+	for p := start; p < n; p++ {
+		tp := recovery.TopicPartition{Topic: t.name, Partition: p}
+		part := &partition{topic: t.name, index: p}
+		if l, dd := ts.recoveredLog(tp); l != nil {
+			part.log, part.dd, part.dir = l, dd, l.Dir()
+		} else {
+			dd := ts.dataDirOf(ts.emptiestDir())
+			part.dir = dd.PartitionDir(tp)
+			l, err := ts.open(part.dir, opts)
+			if err != nil {
+				return fmt.Errorf("%w: open %s: %w", ErrDataDir, part.dir, err)
+			}
+			part.log = l
+			if sl, ok := l.(*segment.Log); ok {
+				if err := dd.AddLog(tp, sl); err != nil {
+					_ = l.Close()
+					return fmt.Errorf("%w: %w", ErrDataDir, err)
+				}
+				part.dd = dd
 			}
 		}
-		if dir == "" {
-			dir = filepath.Join(ts.emptiestDir(), name)
-		}
-		l, err := ts.open(dir, opts)
-		if err != nil {
-			return fmt.Errorf("%w: open %s: %w", ErrDataDir, dir, err)
-		}
-		t.parts = append(t.parts, &partition{topic: t.name, index: p, dir: dir, log: l})
-		pm := filepath.Join(dir, PartitionMetadataFile)
+		t.parts = append(t.parts, part)
+		ts.registerCleaner(t, part)
+		pm := filepath.Join(part.dir, PartitionMetadataFile)
 		if b, err := os.ReadFile(pm); err == nil {
 			if id := partitionMetadataID(b); id != uuidString(t.id) {
 				return fmt.Errorf("%w: %s holds topic id %q, the topic table says %s", ErrDataDir, pm, id, uuidString(t.id))
@@ -296,6 +336,17 @@ func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
 		}
 	}
 	return nil
+}
+
+// dropLog unregisters and closes a partition's log (its files stay).
+func (ts *topicStore) dropLog(p *partition) {
+	if ts.cleaner != nil {
+		ts.cleaner.Unregister(recovery.TopicPartition{Topic: p.topic, Partition: p.index})
+	}
+	if p.dd != nil {
+		p.dd.RemoveLog(recovery.TopicPartition{Topic: p.topic, Partition: p.index})
+	}
+	_ = p.log.Close()
 }
 
 // emptiestDir is the log dir with the fewest partition directories.
@@ -378,11 +429,16 @@ func (ts *topicStore) applyTopicConfigs(t *topic) error {
 	if err != nil {
 		return fmt.Errorf("%w: cleanup.policy %w", ErrConfig, err)
 	}
+	if _, err := ts.cleanerLogConfig(t.configs); err != nil {
+		return err
+	}
 	t.logAppendTime, t.compacted = tt == "LogAppendTime", compact
 	return nil
 }
 
-// close flushes and closes every log.
+// close stops the cleaner, then flushes and closes every log: logs in a
+// DataDir through DataDir.Close (checkpoints, clean-shutdown marker, unlock),
+// others directly.
 func (ts *topicStore) close() error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -390,18 +446,29 @@ func (ts *topicStore) close() error {
 		return nil
 	}
 	ts.closed = true
-	var first error
+	var errs []error
+	if ts.cleaner != nil {
+		if err := ts.cleaner.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, t := range ts.topics {
 		for _, p := range t.parts {
-			if err := p.log.Flush(); err != nil && first == nil {
-				first = err
+			if p.dd != nil {
+				continue
 			}
-			if err := p.log.Close(); err != nil && first == nil {
-				first = err
+			if err := p.log.Flush(); err != nil {
+				errs = append(errs, err)
+			}
+			if err := p.log.Close(); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
-	return first
+	if err := ts.closeDataDirs(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // validateTopicName applies Kafka's rules: 1..249 of [a-zA-Z0-9._-], not "."
