@@ -27,8 +27,8 @@ type panicCatcher struct {
 }
 
 func (p *panicCatcher) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
-func (p *panicCatcher) WithAttrs([]slog.Attr) slog.Handler         { return p }
-func (p *panicCatcher) WithGroup(string) slog.Handler              { return p }
+func (p *panicCatcher) WithAttrs([]slog.Attr) slog.Handler           { return p }
+func (p *panicCatcher) WithGroup(string) slog.Handler                { return p }
 func (p *panicCatcher) Handle(_ context.Context, r slog.Record) error {
 	if !strings.HasPrefix(r.Message, "panic") {
 		return nil
@@ -323,4 +323,3 @@ func FuzzBrokerFrame(f *testing.F) {
 		}
 	})
 }
-
