@@ -9,6 +9,12 @@ func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 	for _, r := range supportedAPIs {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
+		if r.key == int16(kmsg.Produce) {
+			// As Kafka 4 does (KAFKA-18659): advertise Produce from v0 though v0-2
+			// are refused. librdkafka before 2.11.1 (Debian's kcat) sends gzip,
+			// snappy and lz4 batches uncompressed unless the Produce range reaches v0.
+			k.MinVersion = 0
+		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp
