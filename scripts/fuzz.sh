@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target in ./fuzz for the given time each (default 30s), one after
 # another, and prints the executions each did and any crasher it found.
+# FUZZPARALLEL=N limits each run to N workers (e.g. 1 on a shared machine).
 set -euo pipefail
 t=${1:-30s}
 cd "$(dirname "$0")/.."
@@ -8,7 +9,7 @@ targets=$(go test ./fuzz -list '^Fuzz' | grep '^Fuzz' || true)
 [ -n "$targets" ] || { echo "no fuzz targets"; exit 0; }
 fail=0
 for f in $targets; do
-  out=$(go test ./fuzz -run '^$' -fuzz "^${f}\$" -fuzztime "$t" 2>&1) || fail=1
+  out=$(go test ./fuzz -run '^$' -fuzz "^${f}\$" -fuzztime "$t" ${FUZZPARALLEL:+-parallel="$FUZZPARALLEL"} 2>&1) || fail=1
   execs=$(printf '%s\n' "$out" | grep -o 'execs: [0-9]*' | tail -1 || true)
   if printf '%s\n' "$out" | grep -q -- '--- FAIL'; then
     echo "$f: CRASHER"; printf '%s\n' "$out" | tail -30
