@@ -101,6 +101,12 @@ func decompressLZ4(dst, src []byte, legacy bool) ([]byte, error) {
 		r.zr.Reset(nil)
 		lz4Readers.Put(r)
 	}()
+	// One frame with the lz4 frame magic, as Kafka reads it: the lz4 reader
+	// would otherwise take a skippable frame (magic 0x184D2A5x, matched on
+	// its top 24 bits only) as a valid empty stream.
+	if _, err := lz4HeaderLen(src); err != nil {
+		return dst, err
+	}
 	var in io.Reader = &r.br
 	r.br.Reset(src)
 	if legacy {
