@@ -78,7 +78,7 @@ func (s *Server) metadataTopic(name string, t *topic, code int16) kmsg.MetadataR
 		return mt
 	}
 	mt.TopicID = t.id
-	for _, p := range t.parts {
+	for _, p := range s.topics.parts(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index
 		mp.Leader = s.cfg.NodeID

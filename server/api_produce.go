@@ -34,8 +34,8 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			var p *partition
-			if t != nil && rp.Partition >= 0 && int(rp.Partition) < len(t.parts) {
-				p = t.parts[rp.Partition]
+			if t != nil {
+				p = s.topics.partition(t.name, rp.Partition)
 			}
 			code, msg := s.produceTo(c, req, t, p, rp.Records, &sp)
 			if code != 0 {

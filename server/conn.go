@@ -262,6 +262,12 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleListOffsets(r)
 	case *kmsg.CreateTopicsRequest:
 		resp = c.s.handleCreateTopics(r)
+	case *kmsg.DeleteTopicsRequest:
+		resp = c.s.handleDeleteTopics(r)
+	case *kmsg.CreatePartitionsRequest:
+		resp = c.s.handleCreatePartitions(r)
+	case *kmsg.DeleteRecordsRequest:
+		resp = c.s.handleDeleteRecords(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

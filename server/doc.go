@@ -24,7 +24,8 @@
 // gets no response.
 //
 // Advertised APIs (versions.go), all fully implemented: ApiVersions 0-3,
-// Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7.
+// Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7,
+// DeleteTopics 0-6, CreatePartitions 0-3, DeleteRecords 0-2.
 // One file per API: api_<name>.go.
 //
 // # Produce and Fetch
@@ -58,4 +59,33 @@
 // start; it is written before the partition directories are created, so a
 // crash in between leaves a topic whose missing directories are created on
 // the next start.
+//
+// # Recovery, checkpoints, deletion
+//
+// At start every log dir is opened with recovery.OpenDataDir: the dir is
+// locked (a second broker or an offline tool on it fails to start with
+// ErrDataDir wrapping recovery.ErrLocked), the clean-shutdown marker is
+// taken, and partitions are recovered in parallel
+// (num.recovery.threads.per.data.dir) from the checkpoints; the report is
+// logged per partition that needed work, with totals and whether the last
+// shutdown was clean. New partitions are registered with DataDir.AddLog.
+// Checkpoints are written every log.flush.offset.checkpoint.interval.ms and
+// after DeleteRecords; Close closes each DataDir (flush, checkpoints, clean-
+// shutdown marker, unlock).
+//
+// DeleteTopics first drops the topic from the topic table (durably), then
+// closes its logs and renames each partition directory
+// <topic>-<p>.<32 hex>-delete, removed after file.delete.delay.ms (pending
+// ones are rescheduled at start). A partition directory recovery finds for a
+// topic the table does not hold (a crash mid-deletion) is renamed
+// <topic>-<p>.<32 hex>-stray and not served, as Kafka does with stray logs.
+//
+// # Cleaner and retention
+//
+// A cleaner.Manager (log.cleaner.* settings) compacts logs whose
+// cleanup.policy includes compact and runs the retention checker every
+// log.retention.check.interval.ms over logs whose policy includes delete;
+// each log is registered with its topic's effective cleanup.policy,
+// min.cleanable.dirty.ratio, min/max.compaction.lag.ms, delete.retention.ms
+// and segment.bytes (topic override, else the broker default).
 package server

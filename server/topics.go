@@ -97,6 +97,8 @@ func (ts *topicStore) load() error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Stat(ts.topicsPath())
+	haveTable := statErr == nil
 	configs := map[string]map[string]string{}
 	for _, it := range items {
 		configs[it.Name] = it.Configs
@@ -129,6 +131,7 @@ func (ts *topicStore) load() error {
 		}
 		ts.topics[t.name] = t
 	}
+	ts.finishDeletions(haveTable)
 	ts.log.Info("topics loaded", "topics", len(ts.topics), "file", ts.topicsPath())
 	return nil
 }
@@ -198,10 +201,24 @@ func (ts *topicStore) loadMetaProperties() (string, error) {
 
 // persist rewrites TopicsFile from ts.topics plus extra (not yet in the map).
 // Callers hold ts.mu.
-func (ts *topicStore) persist(extra ...*topic) error {
+func (ts *topicStore) persist(extra ...*topic) error { return ts.persistWith(nil, nil, extra...) }
+
+// persistWith is persist with partition counts and configs overridden per
+// topic name (a change not yet applied in memory); a count of 0 leaves the
+// topic out.
+func (ts *topicStore) persistWith(counts map[string]int32, configs map[string]map[string]string, extra ...*topic) error {
 	d := topicsFileData{Version: 1}
 	add := func(t *topic, n int32) {
-		d.Topics = append(d.Topics, topicFileItem{Name: t.name, TopicID: uuidString(t.id), Partitions: n, Configs: t.configs})
+		if c, ok := counts[t.name]; ok {
+			n = c
+		}
+		cf := t.configs
+		if c, ok := configs[t.name]; ok {
+			cf = c
+		}
+		if n > 0 {
+			d.Topics = append(d.Topics, topicFileItem{Name: t.name, TopicID: uuidString(t.id), Partitions: n, Configs: cf})
+		}
 	}
 	for _, t := range ts.topics {
 		add(t, int32(len(t.parts)))
@@ -226,11 +243,20 @@ func (ts *topicStore) get(name string) *topic {
 
 // partition returns the partition or nil.
 func (ts *topicStore) partition(name string, p int32) *partition {
-	t := ts.get(name)
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	t := ts.topics[name]
 	if t == nil || p < 0 || int(p) >= len(t.parts) {
 		return nil
 	}
 	return t.parts[p]
+}
+
+// parts returns t's partitions (CreatePartitions appends under ts.mu).
+func (ts *topicStore) parts(t *topic) []*partition {
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	return t.parts[:len(t.parts):len(t.parts)]
 }
 
 // all returns every topic sorted by name.

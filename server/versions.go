@@ -15,6 +15,9 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.Metadata), 0, 11},
 	{int16(kmsg.ApiVersions), 0, 3},
 	{int16(kmsg.CreateTopics), 0, 7},
+	{int16(kmsg.DeleteTopics), 0, 6},
+	{int16(kmsg.DeleteRecords), 0, 2},
+	{int16(kmsg.CreatePartitions), 0, 3},
 }
 
 // versionRange returns the advertised range of key.

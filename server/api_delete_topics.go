@@ -1,0 +1,98 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleDeleteTopics answers DeleteTopics v0-6: topics by name (v0-5) or by
+// name or topic id (v6). With delete.topic.enable=false every topic gets
+// TOPIC_DELETION_DISABLED (INVALID_REQUEST below v3, as Kafka). A deleted
+// topic's partition directories are renamed <topic>-<p>.<32 hex>-delete and
+// removed after file.delete.delay.ms.
+func (s *Server) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	resp.Default()
+	type item struct {
+		name *string
+		id   [16]byte
+	}
+	var items []item
+	if req.Version >= 6 {
+		for _, rt := range req.Topics {
+			items = append(items, item{rt.Topic, rt.TopicID})
+		}
+	} else {
+		for i := range req.TopicNames {
+			items = append(items, item{name: &req.TopicNames[i]})
+		}
+	}
+	seen := map[string]int{}
+	for _, it := range items {
+		if it.name != nil {
+			seen[*it.name]++
+		} else {
+			seen["\x00id"+uuidString(it.id)]++
+		}
+	}
+	for _, it := range items {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = it.name, it.id
+		key := "\x00id" + uuidString(it.id)
+		if it.name != nil {
+			key = *it.name
+		}
+		code, msg := s.deleteTopic(req.Version, it.name, it.id, seen[key] > 1, &st)
+		st.ErrorCode = code
+		if code != 0 && req.Version >= 5 && msg != "" {
+			st.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (s *Server) deleteTopic(version int16, name *string, id [16]byte, dup bool, st *kmsg.DeleteTopicsResponseTopic) (int16, string) {
+	hasID := id != [16]byte{}
+	switch {
+	case dup:
+		return kerr.InvalidRequest.Code, "topic named more than once in the request"
+	case name != nil && hasID:
+		return kerr.InvalidRequest.Code, "a topic may be named by name or by id, not both"
+	case name == nil && !hasID:
+		return kerr.InvalidRequest.Code, "neither a topic name nor a topic id"
+	case !s.cfg.DeleteTopicEnable && version < 3:
+		return kerr.InvalidRequest.Code, "topic deletion is disabled (delete.topic.enable=false)"
+	case !s.cfg.DeleteTopicEnable:
+		return kerr.TopicDeletionDisabled.Code, "topic deletion is disabled (delete.topic.enable=false)"
+	}
+	var t *topic
+	if name != nil {
+		t = s.topics.get(*name)
+		if t == nil {
+			return kerr.UnknownTopicOrPartition.Code, "unknown topic " + *name
+		}
+	} else {
+		t = s.topics.topicByID(id)
+		if t == nil {
+			return kerr.UnknownTopicID.Code, "unknown topic id " + uuidString(id)
+		}
+		n := t.name
+		st.Topic = &n
+	}
+	_, err := s.topics.delete(t.name)
+	switch {
+	case errors.Is(err, errUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + t.name
+	case errors.Is(err, ErrClosed):
+		return kerr.NotController.Code, "broker shutting down"
+	case err != nil && errors.Is(err, errDeletionPending):
+		s.log.Error("deleting topic", "topic", t.name, "error", err)
+		return kerr.UnknownServerError.Code, "deleting topic failed"
+	case err != nil: // the topic is gone; a directory could not be renamed
+		s.log.Error("deleting topic: partition directories", "topic", t.name, "error", err)
+	}
+	return 0, ""
+}
