@@ -5,8 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segment"
@@ -79,6 +82,27 @@ func validPartition(tb testing.TB) map[string][]byte {
 	return partFiles
 }
 
+// mainTimeout is how long one tools.Main run on a small directory may take
+// before the target calls it a hang.
+const mainTimeout = 20 * time.Second
+
+// runMain runs tools.Main and fails the test, with every goroutine's stack,
+// if it does not return within mainTimeout (go test -fuzz has no per-input
+// timeout: a hang would just stall the worker).
+func runMain(t *testing.T, args []string, stdout, stderr io.Writer) int {
+	done := make(chan int, 1)
+	go func() { done <- tools.Main(args, stdout, stderr) }()
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(mainTimeout):
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+		t.Fatalf("%v hangs (%v):\n%s", args, mainTimeout, b.String())
+		return -1
+	}
+}
+
 var dumpFileNames = []string{
 	segment.FilePath("", 0, segment.LogSuffix),
 	segment.FilePath("", 0, segment.IndexSuffix),
@@ -130,7 +154,7 @@ func FuzzDumplog(f *testing.F) {
 			{"--verify-index-only"},
 		} {
 			args := append(append([]string{"strata", "dumplog"}, flags...), path)
-			if code := tools.Main(args, io.Discard, io.Discard); code < 0 || code > 2 {
+			if code := runMain(t, args, io.Discard, io.Discard); code < 0 || code > 2 {
 				t.Fatalf("%v: exit %d", args, code)
 			}
 		}
@@ -175,7 +199,7 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		code := tools.Main([]string{"strata", "verify", pdir}, &out, &out)
+		code := runMain(t, []string{"strata", "verify", pdir}, &out, &out)
 		if code < 0 || code > 2 {
 			t.Fatalf("verify exit %d", code)
 		}
