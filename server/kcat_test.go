@@ -345,3 +345,82 @@ func TestKcatConsumeFranzProduced(t *testing.T) {
 		check(t, kcat(t, s, "", "-C", "-t", topic, "-o", fmt.Sprintf("s@%d", ts), "-e", "-f", kcatFormat), want)
 	})
 }
+
+// librdkafka before 2.11.1 only compresses with gzip, snappy or lz4 for brokers whose
+// Produce range reaches v0, so ApiVersions advertises Produce from v0 (as Kafka 4
+// does) while v0-2 requests, which carry old message sets, are still refused.
+func TestProduceAdvertisedFromV0RefusedBelowV3(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	r := dialRaw(t, s)
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	var found bool
+	for _, k := range r.roundTrip(av, 1).(*kmsg.ApiVersionsResponse).ApiKeys {
+		if k.ApiKey == int16(kmsg.Produce) {
+			found = true
+			if k.MinVersion != 0 || k.MaxVersion < 7 {
+				t.Fatalf("Produce advertised %d-%d, want 0-(>=7)", k.MinVersion, k.MaxVersion)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("Produce not advertised")
+	}
+	for v := int16(0); v < 3; v++ {
+		rc := dialRaw(t, s)
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = v, 1, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "old"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		rc.send(req, 1)
+		rc.expectClosed()
+	}
+	healthy(t, s)
+}
+
+// kcat -P without -p: librdkafka's consistent_random partitioner spreads keyed
+// records, and Metadata (allow_auto_topic_creation) creates the topic.
+func TestKcatProduceAutoCreateKeyed(t *testing.T) {
+	kcatBin(t)
+	s := startServer(t, t.TempDir(), "num.partitions=4")
+	const topic, n = "kcat-auto", 400
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "user-%d:event-%d\n", i%37, i)
+	}
+	kcat(t, s, in.String(), "-P", "-t", topic, "-K", ":", "-z", "snappy")
+	got := parseKcat(t, kcat(t, s, "", "-C", "-t", topic, "-o", "beginning", "-e", "-f", kcatFormat))
+	if len(got) != n {
+		t.Fatalf("consumed %d records, want %d", len(got), n)
+	}
+	keyPart := map[string]int32{}
+	next := map[int32]int64{}
+	lastEvent := map[string]int{}
+	used := map[int32]bool{}
+	for _, r := range got {
+		if p, ok := keyPart[r.Key]; ok && p != r.Partition {
+			t.Fatalf("key %s in partitions %d and %d", r.Key, p, r.Partition)
+		}
+		keyPart[r.Key] = r.Partition
+		used[r.Partition] = true
+		if r.Offset != next[r.Partition] {
+			t.Fatalf("partition %d: offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+		}
+		next[r.Partition]++
+		var ev int
+		if _, err := fmt.Sscanf(r.Value, "event-%d", &ev); err != nil || fmt.Sprintf("user-%d", ev%37) != r.Key {
+			t.Fatalf("record %+v", r)
+		}
+		if last, ok := lastEvent[r.Key]; ok && ev <= last {
+			t.Fatalf("key %s: event %d after %d", r.Key, ev, last)
+		}
+		lastEvent[r.Key] = ev
+	}
+	if len(keyPart) != 37 || len(used) < 2 {
+		t.Fatalf("%d keys over %d partitions", len(keyPart), len(used))
+	}
+}
