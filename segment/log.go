@@ -50,7 +50,11 @@ type segList struct {
 func (l *Log) Dir() string { return l.dir }
 
 // Options returns the effective options (defaults filled).
-func (l *Log) Options() Options { return *l.o }
+func (l *Log) Options() Options {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return *l.o
+}
 
 // LogEndOffset is the offset the next appended record gets.
 func (l *Log) LogEndOffset() int64 { return l.next.Load() }

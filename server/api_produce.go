@@ -69,13 +69,13 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	case len(recs) > int(s.cfg.MessageMaxBytes):
 		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds message.max.bytes %d", len(recs), s.cfg.MessageMaxBytes)
 	}
-	code, msg := validateProduceBatch(c, req.Version, recs, s.cfg.ProduceValidation == "full", t.compacted)
+	code, msg := validateProduceBatch(c, req.Version, recs, s.cfg.ProduceValidation == "full", t.compacted.Load())
 	if code != 0 {
 		return code, msg
 	}
 	b := record.Batch(recs)
 	b.SetLeaderEpoch(0)
-	if t.logAppendTime {
+	if t.logAppendTime.Load() {
 		now := time.Now().UnixMilli()
 		b.SetLogAppendTime(now)
 		sp.LogAppendTime = now

@@ -268,6 +268,12 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleCreatePartitions(r)
 	case *kmsg.DeleteRecordsRequest:
 		resp = c.s.handleDeleteRecords(r)
+	case *kmsg.DescribeConfigsRequest:
+		resp = c.s.handleDescribeConfigs(r)
+	case *kmsg.AlterConfigsRequest:
+		resp = c.s.handleAlterConfigs(r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp = c.s.handleIncrementalAlterConfigs(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

@@ -25,7 +25,19 @@
 //
 // Advertised APIs (versions.go), all fully implemented: ApiVersions 0-3,
 // Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7,
-// DeleteTopics 0-6, CreatePartitions 0-3, DeleteRecords 0-2.
+// DeleteTopics 0-6, CreatePartitions 0-3, DeleteRecords 0-2,
+// DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1.
+//
+// Topic configs (configdefs.go): the ones strata applies (cleanup.policy,
+// delete.retention.ms, flush.*, min/max.compaction.lag.ms,
+// message.timestamp.type, min.cleanable.dirty.ratio, retention.*,
+// segment.bytes, segment.ms) are described with their broker synonym as
+// default; other Kafka topic configs (compression.type, max.message.bytes,
+// ...) are accepted and stored but not applied; any other name is
+// INVALID_CONFIG in the alter APIs. Altered overrides are written to the topic
+// table and applied to the live logs (segment.Log.Reconfigure, the cleaner
+// registration, the produce flags); flush.ms applies at the next start.
+// Broker configs are static: describable, not alterable (INVALID_REQUEST).
 // One file per API: api_<name>.go.
 //
 // # Produce and Fetch

@@ -84,10 +84,10 @@ func TestTopicConfigs(t *testing.T) {
 	// Configs survive a restart.
 	s.Close()
 	s2 := startServer(t, dir)
-	if tp := s2.topics.get("lat"); tp == nil || !tp.logAppendTime || tp.configs["segment.bytes"] != "1048576" {
+	if tp := s2.topics.get("lat"); tp == nil || !tp.logAppendTime.Load() || tp.configs["segment.bytes"] != "1048576" {
 		t.Fatal("topic configs lost across restart")
 	}
-	if tp := s2.topics.get("compacted"); tp == nil || !tp.compacted {
+	if tp := s2.topics.get("compacted"); tp == nil || !tp.compacted.Load() {
 		t.Fatal("cleanup.policy lost across restart")
 	}
 }
@@ -112,13 +112,14 @@ func TestHeaderValidation(t *testing.T) {
 	}
 }
 
-// TestRetention: the background job applies retention.bytes; fetches below
+// TestRetention: the background job applies retention.bytes (retention.ms
+// is off: the batches are stamped 2023, so it would delete everything); fetches below
 // the new log start offset are OFFSET_OUT_OF_RANGE and ListOffsets earliest
 // follows it.
 func TestRetention(t *testing.T) {
 	s := startServer(t, t.TempDir(), "log.retention.check.interval.ms=20")
 	r := dialRaw(t, s)
-	if c := createWithConfigs(t, r, "ret", "segment.bytes", "4096", "retention.bytes", "8192"); c != 0 {
+	if c := createWithConfigs(t, r, "ret", "segment.bytes", "4096", "retention.bytes", "8192", "retention.ms", "-1"); c != 0 {
 		t.Fatal(c)
 	}
 	for i := range 20 {

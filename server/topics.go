@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stratalog/strata/cleaner"
 	"github.com/stratalog/strata/internal/fsutil"
@@ -36,8 +37,8 @@ type topic struct {
 	id            [16]byte
 	configs       map[string]string
 	parts         []*partition
-	logAppendTime bool // message.timestamp.type=LogAppendTime
-	compacted     bool // cleanup.policy includes compact
+	logAppendTime atomic.Bool // message.timestamp.type=LogAppendTime
+	compacted     atomic.Bool // cleanup.policy includes compact
 }
 
 // partition is one open partition log.
@@ -458,7 +459,8 @@ func (ts *topicStore) applyTopicConfigs(t *topic) error {
 	if _, err := ts.cleanerLogConfig(t.configs); err != nil {
 		return err
 	}
-	t.logAppendTime, t.compacted = tt == "LogAppendTime", compact
+	t.logAppendTime.Store(tt == "LogAppendTime")
+	t.compacted.Store(compact)
 	return nil
 }
 

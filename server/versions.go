@@ -18,6 +18,9 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DeleteTopics), 0, 6},
 	{int16(kmsg.DeleteRecords), 0, 2},
 	{int16(kmsg.CreatePartitions), 0, 3},
+	{int16(kmsg.DescribeConfigs), 0, 4},
+	{int16(kmsg.AlterConfigs), 0, 2},
+	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
 }
 
 // versionRange returns the advertised range of key.
