@@ -314,3 +314,48 @@ func TestDeleteRecords(t *testing.T) {
 		t.Fatalf("log-start-offset-checkpoint: %q %v", b, err)
 	}
 }
+
+// TestDeleteCrashLeavesStray: a crash after the topic table dropped a topic
+// but before its directories were renamed leaves <topic>-<p>; the next start
+// does not serve it and renames it -stray.
+func TestDeleteCrashLeavesStray(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	cl := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopicWith(t, cl, "half", 1)
+	createTopicWith(t, cl, "keep", 1)
+	produceN(t, cl, "half", 0, 3)
+	cl.Close()
+	// Simulate the crash: the table without "half", its directory in place.
+	s.topics.mu.Lock()
+	err := s.topics.persistWith(map[string]int32{"half": 0}, nil)
+	s.topics.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := startServer(t, dir)
+	if s2.topics.get("half") != nil || s2.topics.get("keep") == nil {
+		t.Fatal("topic table after restart")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "half-0")); !os.IsNotExist(err) {
+		t.Fatalf("half-0 still in place: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "half-0.") && strings.HasSuffix(e.Name(), "-stray") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d stray dirs", n)
+	}
+	// A new topic of the same name starts empty.
+	createTopicWith(t, newClient(t, s2), "half", 1)
+	if end := s2.topics.partition("half", 0).log.LogEndOffset(); end != 0 {
+		t.Fatalf("recreated topic has log end %d", end)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segment"
 )
 
 // handleProduce answers Produce v3-9: one magic-2 batch per partition,
@@ -81,6 +82,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		sp.LogAppendTime = now
 	}
 	info, err := p.log.Append(recs)
+	if errors.Is(err, segment.ErrClosed) { // the topic was deleted meanwhile
+		return kerr.UnknownTopicOrPartition.Code, "partition deleted"
+	}
 	if err != nil {
 		c.s.log.Error("append failed", "topic", p.topic, "partition", p.index, "error", err)
 		return kerr.KafkaStorageError.Code, "append failed"
