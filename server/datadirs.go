@@ -70,14 +70,19 @@ func (ts *topicStore) recoveredLog(tp recovery.TopicPartition) (*segment.Log, *r
 	return nil, nil
 }
 
-// dataDirOf returns the DataDir of a log dir path.
+// dataDirOf returns the DataDir of a log dir (as configured in log.dirs).
 func (ts *topicStore) dataDirOf(dir string) *recovery.DataDir {
+	for i, d := range ts.cfg.LogDirs {
+		if d == dir && i < len(ts.dataDirs) {
+			return ts.dataDirs[i]
+		}
+	}
 	for _, dd := range ts.dataDirs {
 		if filepath.Clean(dd.Dir()) == filepath.Clean(dir) {
 			return dd
 		}
 	}
-	return nil
+	return ts.dataDirs[0]
 }
 
 // writeCheckpoints writes every log dir's checkpoints (the periodic
