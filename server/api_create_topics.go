@@ -9,8 +9,9 @@ import (
 
 // handleCreateTopics answers CreateTopics v0-7. Replication factor must be 1
 // (or -1: the default); a manual assignment must place every replica on this
-// node. Topic configs are stored with the topic; segment.*, retention.* and
-// flush.* apply to its logs.
+// node. Topic configs are checked (unknown names and bad values are
+// INVALID_CONFIG; see configdefs.go) and stored with the topic; v5+ reports
+// the new topic's effective configs.
 func (s *Server) handleCreateTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	resp.Default()
@@ -38,6 +39,9 @@ func (s *Server) handleCreateTopics(req *kmsg.CreateTopicsRequest) kmsg.Response
 			st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 			if t != nil {
 				st.TopicID = t.id
+			}
+			if req.Version >= 5 {
+				st.Configs = s.createdTopicConfigs(rt.Configs)
 			}
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -97,4 +101,28 @@ func (s *Server) createTopic(req *kmsg.CreateTopicsRequest, rt *kmsg.CreateTopic
 		return kerr.UnknownServerError.Code, "creating topic failed", nil
 	}
 	return 0, "", t
+}
+
+// createdTopicConfigs is the v5+ CreateTopics report of the new topic's
+// configs: each config strata applies, with its override or broker default.
+func (s *Server) createdTopicConfigs(given []kmsg.CreateTopicsRequestTopicConfig) []kmsg.CreateTopicsResponseTopicConfig {
+	overrides := map[string]string{}
+	for _, c := range given {
+		if c.Value != nil {
+			overrides[c.Name] = *c.Value
+		}
+	}
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(topicConfigDefs))
+	for _, d := range topicConfigDefs {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name = d.name
+		if v, ok := overrides[d.name]; ok {
+			c.Value, c.Source = kmsg.StringPtr(v), int8(kmsg.ConfigSourceDynamicTopicConfig)
+		} else {
+			v, src := brokerValue(s.cfg, d.synonym)
+			c.Value, c.Source = kmsg.StringPtr(v), int8(src)
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -211,3 +211,42 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		t.Fatalf("failed requests changed configs: %v", cf2)
 	}
 }
+
+// TestCreateTopicsConfigs: CreateTopics rejects unknown config names and
+// bad values with INVALID_CONFIG, accepts Kafka configs strata only stores,
+// and reports the new topic's configs at v5+.
+func TestCreateTopicsConfigs(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	r := dialRaw(t, s)
+	for _, c := range []struct {
+		kv   []string
+		want int16
+	}{
+		{[]string{"no.such.config", "1"}, kerr.InvalidConfig.Code},
+		{[]string{"retention.ms", "-7"}, kerr.InvalidConfig.Code},
+		{[]string{"min.cleanable.dirty.ratio", "2"}, kerr.InvalidConfig.Code},
+		{[]string{"compression.type", "zstd", "min.insync.replicas", "1"}, 0},
+	} {
+		if got := createWithConfigs(t, r, "cc", c.kv...); got != c.want {
+			t.Fatalf("%v: error %d, want %d", c.kv, got, c.want)
+		}
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "cc2", 1, 1
+	rc := kmsg.NewCreateTopicsRequestTopicConfig()
+	rc.Name, rc.Value = "retention.ms", kmsg.StringPtr("1000")
+	rt.Configs = append(rt.Configs, rc)
+	req.Topics = append(req.Topics, rt)
+	resp := r.roundTrip(req, 7).(*kmsg.CreateTopicsResponse)
+	found := false
+	for _, c := range resp.Topics[0].Configs {
+		if c.Name == "retention.ms" {
+			found = *c.Value == "1000" && c.Source == int8(kmsg.ConfigSourceDynamicTopicConfig)
+		}
+	}
+	if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Configs) != len(topicConfigDefs) || !found {
+		t.Fatalf("v7 configs: %+v", resp.Topics[0])
+	}
+}

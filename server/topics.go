@@ -282,6 +282,9 @@ func (ts *topicStore) create(name string, n int32, configs map[string]string, va
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}
+	if err := validateTopicConfigs(configs, nil); err != nil {
+		return nil, err
+	}
 	if _, err := ts.segmentOptions(configs); err != nil {
 		return nil, err
 	}
