@@ -5,7 +5,7 @@ import (
 )
 
 // PartitionLog is what the broker needs from a partition's log. *segment.Log
-// implements it; the recovery package's managed logs will too.
+// implements it (logs loaded by recovery.OpenDataDir are *segment.Log).
 type PartitionLog interface {
 	Append(buf []byte) (segment.AppendInfo, error)
 	Read(offset, maxBytes int64) (segment.Region, error)
@@ -18,8 +18,11 @@ type PartitionLog interface {
 	Close() error
 }
 
-// LogOpener opens (creating if needed) the log of one partition directory.
-// The default opens it with segment.Open; recovery will swap in its own.
+// LogOpener opens (creating if needed) the log of a partition directory that
+// recovery did not load (a new partition). The default is segment.Open. A
+// *segment.Log it returns is registered with the log dir's recovery.DataDir
+// (checkpoints, clean shutdown) and the cleaner; any other PartitionLog is
+// flushed and closed by the server itself.
 type LogOpener func(dir string, opts *segment.Options) (PartitionLog, error)
 
 func openSegmentLog(dir string, opts *segment.Options) (PartitionLog, error) {

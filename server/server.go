@@ -16,7 +16,8 @@ import (
 type Options struct {
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
-	// OpenLog opens a partition log (default segment.Open).
+	// OpenLog opens a new partition's log (default segment.Open); logs found
+	// at start are loaded by recovery.OpenDataDir.
 	OpenLog LogOpener
 }
 
