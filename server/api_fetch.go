@@ -147,6 +147,9 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 				case errors.Is(err, segment.ErrOffsetOutOfRange):
 					fp.code = kerr.OffsetOutOfRange.Code
 					failed = true
+				case errors.Is(err, segment.ErrClosed): // deleted meanwhile
+					fp.code = kerr.UnknownTopicOrPartition.Code
+					failed = true
 				case err != nil:
 					s.log.Error("fetch read failed", "topic", rt.Topic, "partition", rp.Partition, "offset", rp.FetchOffset, "error", err)
 					fp.code = kerr.KafkaStorageError.Code
