@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"compress/flate"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -10,6 +11,22 @@ import (
 
 // appendWriter is an io.Writer appending to a slice.
 type appendWriter struct{ b []byte }
+
+// compress streams src through zw, whose sink is w, appending the compressed
+// bytes to dst; on error dst is returned unchanged.
+func (w *appendWriter) compress(zw io.WriteCloser, dst, src []byte) ([]byte, error) {
+	w.b = dst
+	_, err := zw.Write(src)
+	if err == nil {
+		err = zw.Close()
+	}
+	out := w.b
+	w.b = nil
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
 
 func (w *appendWriter) Write(p []byte) (int, error) {
 	w.b = append(w.b, p...)
@@ -42,18 +59,9 @@ func compressGzip(dst, src []byte, level int) ([]byte, error) {
 	} else {
 		w.zw.Reset(&w.aw)
 	}
-	w.aw.b = dst
-	_, err := w.zw.Write(src)
-	if err == nil {
-		err = w.zw.Close()
-	}
-	out := w.aw.b
-	w.aw.b = nil
+	out, err := w.aw.compress(w.zw, dst, src)
 	gzipWriters[level].Put(w)
-	if err != nil {
-		return dst, err
-	}
-	return out, nil
+	return out, err
 }
 
 type gzipReader struct {

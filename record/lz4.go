@@ -43,18 +43,9 @@ func compressLZ4(dst, src []byte, level int) ([]byte, error) {
 	} else {
 		w.zw.Reset(&w.aw)
 	}
-	w.aw.b = dst
-	_, err := w.zw.Write(src)
-	if err == nil {
-		err = w.zw.Close()
-	}
-	out := w.aw.b
-	w.aw.b = nil
+	out, err := w.aw.compress(w.zw, dst, src)
 	lz4Writers[level].Put(w)
-	if err != nil {
-		return dst, err
-	}
-	return out, nil
+	return out, err
 }
 
 type lz4Reader struct {
