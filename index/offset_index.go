@@ -172,17 +172,7 @@ func (ix *OffsetIndex) Append(offset int64, position int32) error {
 // The dropped slots are zeroed in the file; its length does not change. Writer only,
 // and not while lookups run: a concurrent reader may see a dropped or zeroed entry.
 func (ix *OffsetIndex) TruncateTo(offset int64) error {
-	b, n := ix.s.view()
-	var k int
-	switch {
-	case offset <= ix.base:
-		k = 0
-	case offset-ix.base > math.MaxInt32:
-		k = n
-	default:
-		k = lowerBound32(b, n, OffsetEntrySize, 0, offset-ix.base)
-	}
-	return ix.s.truncateEntries(int64(k))
+	return ix.s.truncateToOffset(offset, ix.base, 0)
 }
 
 // Reset removes every entry and sets the file length back to the capacity, as for a

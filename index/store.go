@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync/atomic"
 
@@ -203,6 +204,22 @@ func (s *store) commit(i int64, e []byte) error {
 	}
 	s.n.Store(i + 1)
 	return nil
+}
+
+// truncateToOffset drops every entry whose offset (the int32 relative offset at
+// byte relOff of each entry, relative to base) is >= offset.
+func (s *store) truncateToOffset(offset, base int64, relOff int) error {
+	b, n := s.view()
+	var k int
+	switch {
+	case offset <= base:
+		k = 0
+	case offset-base > math.MaxInt32:
+		k = n
+	default:
+		k = lowerBound32(b, n, int(s.es), relOff, offset-base)
+	}
+	return s.truncateEntries(int64(k))
 }
 
 // truncateEntries keeps the first k entries and overwrites the dropped slots with

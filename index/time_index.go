@@ -160,19 +160,7 @@ func (ix *TimeIndex) append(timestamp, offset int64) error {
 
 // TruncateTo removes every entry whose offset is >= offset. Same rules as
 // OffsetIndex.TruncateTo.
-func (ix *TimeIndex) TruncateTo(offset int64) error {
-	b, n := ix.s.view()
-	var k int
-	switch {
-	case offset <= ix.base:
-		k = 0
-	case offset-ix.base > math.MaxInt32:
-		k = n
-	default:
-		k = lowerBound32(b, n, TimeEntrySize, 8, offset-ix.base)
-	}
-	return ix.s.truncateEntries(int64(k))
-}
+func (ix *TimeIndex) TruncateTo(offset int64) error { return ix.s.truncateToOffset(offset, ix.base, 8) }
 
 // Reset removes every entry and sets the file length back to the capacity.
 func (ix *TimeIndex) Reset() error { return ix.s.reset() }
