@@ -27,24 +27,16 @@ type tixEntry struct {
 // zero padding (a slot after the first with relative offset 0 and position 0,
 // as Kafka's dump does); padding and a bad length are reported as problems.
 func readOffsetIndex(path string, base int64) ([]ixEntry, []problem, error) {
-	b, err := os.ReadFile(path)
+	b, n, probs, err := readIndexFile(path, index.OffsetEntrySize)
 	if err != nil {
 		return nil, nil, err
 	}
-	var probs []problem
-	if r := len(b) % index.OffsetEntrySize; r != 0 {
-		probs = append(probs, problem{file: path, pos: int64(len(b) - r), offset: -1, kind: kindIndexFile,
-			message: fmt.Sprintf("file length %d is not a multiple of %d", len(b), index.OffsetEntrySize)})
-		b = b[:len(b)-r]
-	}
-	n := len(b) / index.OffsetEntrySize
 	out := make([]ixEntry, 0, n)
 	for i := 0; i < n; i++ {
 		rel := int32(binary.BigEndian.Uint32(b[i*8:]))
 		pos := int32(binary.BigEndian.Uint32(b[i*8+4:]))
 		if i > 0 && rel == 0 && pos == 0 {
-			probs = append(probs, problem{file: path, pos: int64(i * 8), offset: base, kind: kindIndexZeroPad,
-				message: fmt.Sprintf("%d zero-filled slots from entry %d on (index not trimmed after a crash?)", n-i, i)})
+			probs = append(probs, zeroPadProblem(path, base, i, n, index.OffsetEntrySize))
 			break
 		}
 		out = append(out, ixEntry{slot: i, off: base + int64(rel), pos: int64(pos)})
@@ -54,24 +46,16 @@ func readOffsetIndex(path string, base int64) ([]ixEntry, []problem, error) {
 
 // readTimeIndex reads a .timeindex file like readOffsetIndex.
 func readTimeIndex(path string, base int64) ([]tixEntry, []problem, error) {
-	b, err := os.ReadFile(path)
+	b, n, probs, err := readIndexFile(path, index.TimeEntrySize)
 	if err != nil {
 		return nil, nil, err
 	}
-	var probs []problem
-	if r := len(b) % index.TimeEntrySize; r != 0 {
-		probs = append(probs, problem{file: path, pos: int64(len(b) - r), offset: -1, kind: kindIndexFile,
-			message: fmt.Sprintf("file length %d is not a multiple of %d", len(b), index.TimeEntrySize)})
-		b = b[:len(b)-r]
-	}
-	n := len(b) / index.TimeEntrySize
 	out := make([]tixEntry, 0, n)
 	for i := 0; i < n; i++ {
 		ts := int64(binary.BigEndian.Uint64(b[i*12:]))
 		rel := int32(binary.BigEndian.Uint32(b[i*12+8:]))
 		if i > 0 && ts == 0 && rel == 0 {
-			probs = append(probs, problem{file: path, pos: int64(i * 12), offset: base, kind: kindIndexZeroPad,
-				message: fmt.Sprintf("%d zero-filled slots from entry %d on (index not trimmed after a crash?)", n-i, i)})
+			probs = append(probs, zeroPadProblem(path, base, i, n, index.TimeEntrySize))
 			break
 		}
 		out = append(out, tixEntry{slot: i, ts: ts, off: base + int64(rel)})
@@ -215,4 +199,24 @@ func (c *indexCheck) finish(validEnd int64) []problem {
 			"entry %d (timestamp %d, offset %d): offset is past the last offset of the log (%d)", e.slot, e.ts, e.off, c.lastOff))
 	}
 	return c.problems
+}
+
+// readIndexFile reads an index file and cuts it to whole entries of size es,
+// reporting a length that is not a multiple as a problem. n is the entry count.
+func readIndexFile(path string, es int) (b []byte, n int, probs []problem, err error) {
+	if b, err = os.ReadFile(path); err != nil {
+		return nil, 0, nil, err
+	}
+	if r := len(b) % es; r != 0 {
+		probs = append(probs, problem{file: path, pos: int64(len(b) - r), offset: -1, kind: kindIndexFile,
+			message: fmt.Sprintf("file length %d is not a multiple of %d", len(b), es)})
+		b = b[:len(b)-r]
+	}
+	return b, len(b) / es, probs, nil
+}
+
+// zeroPadProblem reports the zero-filled slots from entry i of n on.
+func zeroPadProblem(path string, base int64, i, n, es int) problem {
+	return problem{file: path, pos: int64(i * es), offset: base, kind: kindIndexZeroPad,
+		message: fmt.Sprintf("%d zero-filled slots from entry %d on (index not trimmed after a crash?)", n-i, i)}
 }
