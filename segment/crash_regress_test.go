@@ -308,3 +308,55 @@ func TestDeletedUnflushedSegmentDoesNotCostFlushedData(t *testing.T) {
 	}
 	t.Logf("%d crash states", n)
 }
+
+// TestCloseMakesIndexTrimDurable: after Close, a power loss must find every
+// index file trimmed to its entries, so a clean-shutdown marker written after
+// Close never vouches for zero-padded indexes.
+func TestCloseMakesIndexTrimDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	if err := mem.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mem.SyncAll()
+	l, err := Open("/d", &Options{FS: mem, IndexIntervalBytes: 1, SegmentIndexBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := l.Append(makeBatch(t, i, 2, int64(1000+i), record.CodecNone, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	names, err := crashed.ReadDir("/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, n := range names {
+		if !strings.HasSuffix(n, IndexSuffix) && !strings.HasSuffix(n, TimeIndexSuffix) {
+			continue
+		}
+		after, err := crashed.Stat("/d/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := mem.Stat("/d/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Size() != before.Size() || after.Size() >= 4096 {
+			t.Errorf("%s: %d bytes after a power loss, %d after Close (capacity 4096)", n, after.Size(), before.Size())
+		}
+		checked++
+	}
+	if checked != 2 {
+		t.Fatalf("checked %d index files, want 2", checked)
+	}
+}

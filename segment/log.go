@@ -143,8 +143,15 @@ func (l *Log) Close() error {
 	l.bg.Wait()
 	segs := l.segs.Load().segs
 	if len(segs) > 0 {
+		// The trim seal makes must be durable before the broker writes its
+		// clean-shutdown marker, or a power loss after a clean stop would
+		// bring the untrimmed (zero-padded) indexes back behind the marker.
 		if e := segs[len(segs)-1].seal(); e != nil && err == nil {
 			err = e
+		} else if e == nil {
+			if e := segs[len(segs)-1].flush(true); e != nil && err == nil {
+				err = e
+			}
 		}
 	}
 	for _, s := range segs {
