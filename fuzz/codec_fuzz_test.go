@@ -152,6 +152,20 @@ func FuzzDecompressLZ4(f *testing.F) {
 	f.Add(uint8(1), cur)
 	f.Add(uint8(3), cur)
 	f.Add(uint8(1), cur[:n+4])
+	// Two frames with dependent blocks and different contents, decoded
+	// before each input: what an input decodes to must not depend on what
+	// was decoded before it (a reused lz4 reader once kept the previous
+	// frame's dictionary).
+	var priors [2][]byte
+	for i, text := range []string{"first prior frame ", "second, other prior "} {
+		p, err := record.Compress(record.CodecLZ4, nil, []byte(strings.Repeat(text, 4000)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		p[4] &^= 0x20
+		p[6] = byte(xxh32(p[4:6]) >> 8)
+		priors[i] = p
+	}
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte) {
 		data = bytes.Clone(data)
 		if n := lz4HeaderEnd(data); n > 0 && mode&1 != 0 {
@@ -160,6 +174,17 @@ func FuzzDecompressLZ4(f *testing.F) {
 			} else {
 				data[n-1] = byte(xxh32(data[4:n-1]) >> 8)
 			}
+		}
+		var outs [2][]byte
+		var errs [2]error
+		for i, p := range priors {
+			if _, err := record.Decompress(record.CodecLZ4, nil, p); err != nil {
+				t.Fatal(err)
+			}
+			outs[i], errs[i] = record.Decompress(record.CodecLZ4, nil, data)
+		}
+		if (errs[0] == nil) != (errs[1] == nil) || !bytes.Equal(outs[0], outs[1]) {
+			t.Fatalf("the result depends on the frame decoded before: %q (%v) vs %q (%v)", outs[0], errs[0], outs[1], errs[1])
 		}
 		legacy, lerr := record.DecompressLegacy(0, record.CodecLZ4, nil, data)
 		checkDecompressed(t, record.CodecLZ4, legacy, lerr)

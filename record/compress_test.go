@@ -148,3 +148,38 @@ func TestLegacyLZ4LongHeader(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestLZ4NoDictionaryAcrossFrames: a frame whose matches reach before its own
+// start must fail the same whether or not the previous frame decoded had
+// dependent blocks. A reused lz4.Reader kept that frame's dictionary and
+// completed the bad frame with the previous batch's bytes.
+func TestLZ4NoDictionaryAcrossFrames(t *testing.T) {
+	// An independent-block frame (FLG 0x60, BD 0x40) whose one block copies
+	// from before its start: found by FuzzDecompressLZ4.
+	bad := []byte("\x04\"M\x18`@\x00/\x00\x00\x00\xf9\x00010000010101101\x0f\x00\n\x0e\x00\x0f\xff\x00\xff\xff\xff\xff\xff\xff\x87\xe0yz4 seed text \x00\x00\x00\x00")
+	bad[6] = byte(xxh32(bad[4:6]) >> 8)
+	_, freshErr := Decompress(CodecLZ4, nil, bad)
+	if freshErr == nil {
+		t.Fatal("the bad frame decodes on a fresh reader")
+	}
+	prior, err := Compress(CodecLZ4, nil, bytes.Repeat([]byte("earlier batch bytes "), 9000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prior[4] &^= 0x20 // dependent blocks: the reader keeps a dictionary
+	prior[6] = byte(xxh32(prior[4:6]) >> 8)
+	for _, legacy := range []bool{false, true} {
+		if _, err := Decompress(CodecLZ4, nil, prior); err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		if legacy {
+			out, err = DecompressLegacy(0, CodecLZ4, nil, bad)
+		} else {
+			out, err = Decompress(CodecLZ4, nil, bad)
+		}
+		if err == nil {
+			t.Fatalf("legacy=%v: after a dependent-block frame the bad frame decodes to %q", legacy, out)
+		}
+	}
+}

@@ -81,15 +81,21 @@ func decompressLZ4(dst, src []byte, legacy bool) ([]byte, error) {
 	r, _ := lz4Readers.Get().(*lz4Reader)
 	if r == nil {
 		r = new(lz4Reader)
-		r.zr = lz4.NewReader(nil)
-		if err := r.zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
-			return dst, err
-		}
+	}
+	// A fresh lz4.Reader for every frame: Reset keeps the dictionary a
+	// frame with dependent blocks left behind, and the reader decodes the
+	// next frame's matches against it even when that frame's blocks are
+	// independent, so a reused reader could complete one batch with another
+	// batch's bytes (found by FuzzDecompressLZ4).
+	r.zr = lz4.NewReader(nil)
+	if err := r.zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
+		return dst, err
 	}
 	defer func() {
 		r.br.Reset(nil)
 		r.hdr.Reset(nil)
 		r.zr.Reset(nil)
+		r.zr = nil
 		lz4Readers.Put(r)
 	}()
 	// One frame with the lz4 frame magic, as Kafka reads it: the lz4 reader
