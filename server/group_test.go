@@ -91,9 +91,13 @@ func startMember(t testing.TB, s *Server, name, group, topic string, extra ...kg
 	go func() {
 		defer close(m.done)
 		for ctx.Err() == nil {
+			_, before := cl.GroupMetadata()
 			fs := cl.PollFetches(ctx)
-			gen, _ := cl.GroupMetadata()
-			_ = gen
+			_, after := cl.GroupMetadata()
+			gen := before
+			if before != after {
+				gen = -1 // a rebalance ran meanwhile: ambiguous
+			}
 			m.mu.Lock()
 			fs.EachError(func(_ string, _ int32, err error) {
 				if ctx.Err() == nil {
@@ -102,6 +106,7 @@ func startMember(t testing.TB, s *Server, name, group, topic string, extra ...kg
 			})
 			for _, r := range fs.Records() {
 				m.recs = append(m.recs, r)
+				m.gens = append(m.gens, gen)
 			}
 			m.mu.Unlock()
 		}
