@@ -71,6 +71,9 @@ func TestGroupLimits(t *testing.T) {
 	wantCode(t, "session timeout below the minimum", c.roundTrip(jr, 1).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidSessionTimeout)
 	jr.SessionTimeoutMillis = 3600000
 	wantCode(t, "session timeout above the maximum", c.roundTrip(jr, 2).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidSessionTimeout)
+	if s.groups.get("g-lim") != nil {
+		t.Fatal("refused joins left an empty group behind")
+	}
 	j1 := c.roundTrip(joinReq(3, "g-lim", ""), 3).(*kmsg.JoinGroupResponse) // v3: no MEMBER_ID_REQUIRED step
 	wantCode(t, "first JoinGroup v3", j1.ErrorCode, nil)
 	c2 := dialRaw(t, s)
@@ -89,6 +92,9 @@ func TestGroupLimits(t *testing.T) {
 	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
 	oc.Topics = []kmsg.OffsetCommitRequestTopic{rt}
 	wantCode(t, "metadata over 8 bytes", c.roundTrip(oc, 4).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.OffsetMetadataTooLarge)
+	if s.groups.get("g-standalone") != nil {
+		t.Fatal("a standalone commit that stored nothing left its group behind")
+	}
 
 	pr := kmsg.NewPtrProduceRequest()
 	pr.Version, pr.Acks, pr.TimeoutMillis = 7, 1, 1000
