@@ -108,8 +108,8 @@
 //
 // The node coordinates every group (FindCoordinator names it for any group
 // id; NOT_COORDINATOR never happens). Groups follow Kafka's classic state
-// machine (group_state.go, group_join.go, group_sync.go): Empty, PreparingRebalance, CompletingRebalance,
-// Stable, Dead. JoinGroup v4+ without a member id and without
+// machine (group_state.go, group_join.go, group_sync.go): Empty,
+// PreparingRebalance, CompletingRebalance, Stable, Dead. JoinGroup v4+ without a member id and without
 // group.instance.id is answered MEMBER_ID_REQUIRED with a new id
 // (client id + "-" + UUID) the client must rejoin with within its session
 // timeout. A join to an Empty group starts group.initial.rebalance.delay.ms
