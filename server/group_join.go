@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,7 +83,13 @@ func (g *group) joinUnknown(r *kmsg.JoinGroupRequest, clientID, host string) (jo
 }
 
 func (g *group) update(m *member, r *kmsg.JoinGroupRequest) {
-	m.protocols = r.Protocols
+	// kmsg's ReadFrom leaves []byte fields pointing into the request frame,
+	// which the connection reuses for its next request: keep copies.
+	m.protocols = make([]kmsg.JoinGroupRequestProtocol, len(r.Protocols))
+	for i, p := range r.Protocols {
+		p.Metadata = bytes.Clone(p.Metadata)
+		m.protocols[i] = p
+	}
 	m.sessionTimeout = time.Duration(r.SessionTimeoutMillis) * time.Millisecond
 	m.rebalanceTimeout = m.sessionTimeout
 	if r.Version >= 1 {

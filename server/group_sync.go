@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,7 +46,7 @@ func (g *group) sync(r *kmsg.SyncGroupRequest) (syncResult, <-chan syncResult) {
 		}
 		for _, a := range r.GroupAssignment {
 			if o := g.members[a.MemberID]; o != nil {
-				o.assignment = a.MemberAssignment
+				o.assignment = bytes.Clone(a.MemberAssignment) // not the reused request frame
 			}
 		}
 		code := g.co.storeGroup(g)
