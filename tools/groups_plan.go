@@ -1,0 +1,179 @@
+package tools
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// resetScenario is the one --to-*/--shift-by choice of --reset-offsets.
+type resetScenario struct {
+	kind   string // "to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by"
+	n      int64  // the offset of to-offset, the delta of shift-by
+	millis int64  // to-datetime, Unix milliseconds
+}
+
+// topicSpec is one --topic: a topic and maybe some of its partitions.
+type topicSpec struct {
+	topic      string
+	partitions []int32 // nil: every partition
+}
+
+// resetRequest is a checked --reset-offsets command line.
+type resetRequest struct {
+	scenario  resetScenario
+	topics    []topicSpec
+	allTopics bool
+	execute   bool
+}
+
+// partitionOffsets is what the planner knows of one partition.
+type partitionOffsets struct {
+	Topic     string
+	Partition int32
+	Start     int64 // log start offset
+	End       int64 // log end offset (high watermark)
+	Committed int64 // the group's committed offset, -1 if none
+	AtTime    int64 // to-datetime: first offset at or after the time, -1 if none
+}
+
+// plannedOffset is one row of the reset plan.
+type plannedOffset struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	NewOffset int64  `json:"new_offset"`
+	// Requested is the offset the scenario asked for, when it was clamped
+	// into [log start, log end] to give NewOffset; -1 otherwise.
+	Requested int64 `json:"-"`
+}
+
+// planReset computes the new offset of every partition as Kafka's
+// ConsumerGroupCommand does: earliest is the log start, latest the log end,
+// a datetime the first offset at or after it (the log end if none), to-offset
+// and shift-by (from the committed offset, which must exist) are clamped into
+// [log start, log end]. The plan is sorted by topic and partition.
+func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, error) {
+	plan := make([]plannedOffset, 0, len(parts))
+	for _, p := range parts {
+		var want int64
+		clamp := false
+		switch sc.kind {
+		case "to-earliest":
+			want = p.Start
+		case "to-latest":
+			want = p.End
+		case "to-datetime":
+			want = p.AtTime
+			if want < 0 {
+				want = p.End
+			}
+			clamp = true
+		case "to-offset":
+			want, clamp = sc.n, true
+		case "shift-by":
+			if p.Committed < 0 {
+				return nil, fmt.Errorf("cannot shift the offset of %s-%d: the group has no committed offset there", p.Topic, p.Partition)
+			}
+			want, clamp = p.Committed+sc.n, true
+		default:
+			return nil, fmt.Errorf("unknown reset scenario %q", sc.kind)
+		}
+		row := plannedOffset{Topic: p.Topic, Partition: p.Partition, NewOffset: want, Requested: -1}
+		if clamp && (want < p.Start || want > p.End) {
+			row.NewOffset = min(max(want, p.Start), p.End)
+			row.Requested = want
+		}
+		plan = append(plan, row)
+	}
+	sort.Slice(plan, func(i, j int) bool {
+		if plan[i].Topic != plan[j].Topic {
+			return plan[i].Topic < plan[j].Topic
+		}
+		return plan[i].Partition < plan[j].Partition
+	})
+	return plan, nil
+}
+
+// parseResetFlags checks the --reset-offsets flags.
+func parseResetFlags(c *cli.Context) (*resetRequest, error) {
+	req := &resetRequest{allTopics: c.Bool("all-topics"), execute: c.Bool("execute")}
+	if req.execute && c.Bool("dry-run") {
+		return nil, usageErr("--dry-run and --execute: give at most one")
+	}
+	for _, t := range c.Generic("topic").(*multiString).vals {
+		ts, err := parseTopicSpec(t)
+		if err != nil {
+			return nil, err
+		}
+		req.topics = append(req.topics, ts)
+	}
+	if req.allTopics == (len(req.topics) > 0) {
+		return nil, usageErr("--reset-offsets needs exactly one of --topic or --all-topics")
+	}
+	var kinds []string
+	for _, k := range []string{"to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by"} {
+		if c.IsSet(k) {
+			kinds = append(kinds, "--"+k)
+			req.scenario.kind = k
+		}
+	}
+	if len(kinds) != 1 {
+		return nil, usageErr("--reset-offsets needs exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by (got %d: %s)",
+			len(kinds), strings.Join(kinds, " "))
+	}
+	switch req.scenario.kind {
+	case "to-offset":
+		req.scenario.n = c.Int64("to-offset")
+	case "shift-by":
+		req.scenario.n = c.Int64("shift-by")
+	case "to-datetime":
+		t, err := parseResetTime(c.String("to-datetime"), time.Local)
+		if err != nil {
+			return nil, err
+		}
+		req.scenario.millis = t.UnixMilli()
+	}
+	return req, nil
+}
+
+// parseTopicSpec parses "topic" or "topic:0,1,2".
+func parseTopicSpec(s string) (topicSpec, error) {
+	topic, ps, hasParts := strings.Cut(s, ":")
+	if topic == "" {
+		return topicSpec{}, usageErr("--topic %q: empty topic name", s)
+	}
+	ts := topicSpec{topic: topic}
+	if !hasParts {
+		return ts, nil
+	}
+	seen := map[int32]bool{}
+	for _, f := range strings.Split(ps, ",") {
+		p, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || p < 0 {
+			return topicSpec{}, usageErr("--topic %q: %q is not a partition number", s, f)
+		}
+		if !seen[int32(p)] {
+			seen[int32(p)] = true
+			ts.partitions = append(ts.partitions, int32(p))
+		}
+	}
+	return ts, nil
+}
+
+// parseResetTime parses Kafka's --to-datetime format, YYYY-MM-DDTHH:mm:SS.sss
+// with an optional zone (Z, +01:00); without one it is in loc. The
+// milliseconds may be left out.
+func parseResetTime(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.Parse("2006-01-02T15:04:05Z07:00", s); err == nil {
+		return t, nil
+	}
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", s, loc)
+	if err != nil {
+		return time.Time{}, usageErr("--to-datetime %q: want YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (Z, +01:00)", s)
+	}
+	return t, nil
+}
