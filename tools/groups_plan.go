@@ -46,9 +46,10 @@ type plannedOffset struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	NewOffset int64  `json:"new_offset"`
-	// Requested is the offset the scenario asked for, when it was clamped
-	// into [log start, log end] to give NewOffset; -1 otherwise.
-	Requested int64 `json:"-"`
+	// Clamped says the scenario asked for Requested, outside [log start,
+	// log end], and NewOffset is the nearer end.
+	Clamped   bool  `json:"clamped,omitempty"`
+	Requested int64 `json:"requested,omitempty"`
 }
 
 // planReset computes the new offset of every partition as Kafka's
@@ -82,10 +83,10 @@ func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, err
 		default:
 			return nil, fmt.Errorf("unknown reset scenario %q", sc.kind)
 		}
-		row := plannedOffset{Topic: p.Topic, Partition: p.Partition, NewOffset: want, Requested: -1}
+		row := plannedOffset{Topic: p.Topic, Partition: p.Partition, NewOffset: want}
 		if clamp && (want < p.Start || want > p.End) {
 			row.NewOffset = min(max(want, p.Start), p.End)
-			row.Requested = want
+			row.Clamped, row.Requested = true, want
 		}
 		plan = append(plan, row)
 	}

@@ -24,7 +24,10 @@ func (r *groupsRun) reset(ctx context.Context, req *resetRequest) error {
 		return err
 	}
 	committed, err := r.adm.FetchOffsets(ctx, r.group)
-	if err != nil {
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
+		committed = nil // a new group: nothing committed yet (Kafka answers empty, some brokers so)
+	case err != nil:
 		return brokerErr("fetch the offsets of group "+r.group, err)
 	}
 	targets, err := r.resetTargets(ctx, req, committed)
@@ -40,7 +43,7 @@ func (r *groupsRun) reset(ctx context.Context, req *resetRequest) error {
 		return refused("%v", err)
 	}
 	for _, p := range plan {
-		if p.Requested < 0 {
+		if !p.Clamped {
 			continue
 		}
 		bound := "log end"
