@@ -58,6 +58,9 @@ func (s *Server) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
 // autoCreate creates a topic with the broker defaults (a concurrent creation
 // of the same topic is not an error).
 func (s *Server) autoCreate(name string) (*topic, error) {
+	if name == OffsetsTopic { // created with its own settings
+		return s.groups.ensureTopic()
+	}
 	t, err := s.topics.create(name, s.cfg.NumPartitions, nil, false)
 	if errors.Is(err, errTopicExists) {
 		return t, nil
@@ -78,6 +81,7 @@ func (s *Server) metadataTopic(name string, t *topic, code int16) kmsg.MetadataR
 		return mt
 	}
 	mt.TopicID = t.id
+	mt.IsInternal = t.name == OffsetsTopic
 	for _, p := range s.topics.parts(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index

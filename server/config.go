@@ -55,7 +55,18 @@ type Config struct {
 	// "header" (trust a compressed batch after its header and CRC checks,
 	// except on compacted topics, whose records must be checked for keys).
 	ProduceValidation string
-	Unknown           []string // keys seen but not understood (warned about)
+	// Group coordinator and __consumer_offsets settings, Kafka's names and
+	// defaults.
+	GroupInitialRebalanceDelayMs int64    // group.initial.rebalance.delay.ms (default 3000)
+	GroupMinSessionTimeoutMs     int32    // group.min.session.timeout.ms (default 6000)
+	GroupMaxSessionTimeoutMs     int32    // group.max.session.timeout.ms (default 1800000)
+	GroupMaxSize                 int32    // group.max.size (default unlimited)
+	OffsetsTopicNumPartitions    int32    // offsets.topic.num.partitions (default 50)
+	OffsetsTopicSegmentBytes     int64    // offsets.topic.segment.bytes (default 100 MiB)
+	OffsetsRetentionMs           int64    // offsets.retention.minutes (default 7 days)
+	OffsetsRetentionCheckMs      int64    // offsets.retention.check.interval.ms (default 600000)
+	OffsetMetadataMaxBytes       int32    // offset.metadata.max.bytes (default 4096)
+	Unknown                      []string // keys seen but not understood (warned about)
 }
 
 // Listener is one PLAINTEXT://host:port endpoint.
@@ -115,6 +126,16 @@ func DefaultConfig() *Config {
 		MinCleanableRatio:        0.5,
 		DeleteRetentionMs:        24 * 3600 * 1000,
 		MaxCompactionLagMs:       math.MaxInt64,
+
+		GroupInitialRebalanceDelayMs: 3000,
+		GroupMinSessionTimeoutMs:     6000,
+		GroupMaxSessionTimeoutMs:     1800000,
+		GroupMaxSize:                 math.MaxInt32,
+		OffsetsTopicNumPartitions:    50,
+		OffsetsTopicSegmentBytes:     100 << 20,
+		OffsetsRetentionMs:           defaultWeekMs,
+		OffsetsRetentionCheckMs:      600000,
+		OffsetMetadataMaxBytes:       4096,
 	}
 }
 
@@ -411,10 +432,36 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.MinCompactionLagMs, err = strconv.ParseInt(v, 10, 64)
 	case "log.cleaner.max.compaction.lag.ms":
 		c.MaxCompactionLagMs, err = strconv.ParseInt(v, 10, 64)
+	case "group.initial.rebalance.delay.ms":
+		c.GroupInitialRebalanceDelayMs, err = strconv.ParseInt(v, 10, 64)
+	case "group.min.session.timeout.ms":
+		c.GroupMinSessionTimeoutMs, err = parseInt32(v)
+	case "group.max.session.timeout.ms":
+		c.GroupMaxSessionTimeoutMs, err = parseInt32(v)
+	case "group.max.size":
+		c.GroupMaxSize, err = parseInt32(v)
+	case "offsets.topic.num.partitions":
+		c.OffsetsTopicNumPartitions, err = parseInt32(v)
+	case "offsets.topic.segment.bytes":
+		c.OffsetsTopicSegmentBytes, err = strconv.ParseInt(v, 10, 64)
+	case "offsets.retention.minutes":
+		var n int64
+		if n, err = strconv.ParseInt(v, 10, 64); err == nil {
+			c.OffsetsRetentionMs = n * 60 * 1000
+		}
+	case "offsets.retention.check.interval.ms":
+		c.OffsetsRetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
+	case "offset.metadata.max.bytes":
+		c.OffsetMetadataMaxBytes, err = parseInt32(v)
 	default:
 		c.Unknown = append(c.Unknown, k)
 	}
 	return err
+}
+
+func parseInt32(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	return int32(n), err
 }
 
 // Validate reports the first invalid setting.
@@ -453,6 +500,20 @@ func (c *Config) Validate() error {
 		return bad("message.max.bytes %d must not be negative", c.MessageMaxBytes)
 	case c.SocketRequestMaxBytes < 1:
 		return bad("socket.request.max.bytes %d must be positive", c.SocketRequestMaxBytes)
+	case c.GroupInitialRebalanceDelayMs < 0:
+		return bad("group.initial.rebalance.delay.ms %d must not be negative", c.GroupInitialRebalanceDelayMs)
+	case c.GroupMinSessionTimeoutMs < 1 || c.GroupMaxSessionTimeoutMs < c.GroupMinSessionTimeoutMs:
+		return bad("group.min/max.session.timeout.ms %d/%d out of range", c.GroupMinSessionTimeoutMs, c.GroupMaxSessionTimeoutMs)
+	case c.GroupMaxSize < 1:
+		return bad("group.max.size %d must be positive", c.GroupMaxSize)
+	case c.OffsetsTopicNumPartitions < 1:
+		return bad("offsets.topic.num.partitions %d must be positive", c.OffsetsTopicNumPartitions)
+	case c.OffsetsTopicSegmentBytes < 14 || c.OffsetsTopicSegmentBytes > math.MaxInt32:
+		return bad("offsets.topic.segment.bytes %d out of range", c.OffsetsTopicSegmentBytes)
+	case c.OffsetsRetentionMs < 1 || c.OffsetsRetentionCheckMs < 1:
+		return bad("offsets.retention.* must be positive")
+	case c.OffsetMetadataMaxBytes < 0:
+		return bad("offset.metadata.max.bytes %d must not be negative", c.OffsetMetadataMaxBytes)
 	}
 	if err := checkTimestampType(c.TimestampType); err != nil {
 		return bad("log.message.timestamp.type: %v", err)

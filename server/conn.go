@@ -247,7 +247,7 @@ func (c *conn) handle(frame []byte) error {
 	case *kmsg.MetadataRequest:
 		resp = c.s.handleMetadata(r)
 	case *kmsg.ProduceRequest:
-		resp = c.s.handleProduce(c, r)
+		resp = c.s.handleProduceExternal(c, r)
 		if r.Acks == 0 {
 			// acks=0: no response at all. A failed partition closes the
 			// connection, as Kafka does, so the client refreshes metadata.
@@ -274,6 +274,28 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleAlterConfigs(r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.handleIncrementalAlterConfigs(r)
+	case *kmsg.FindCoordinatorRequest:
+		resp = c.s.handleFindCoordinator(r)
+	case *kmsg.JoinGroupRequest:
+		resp = c.s.handleJoinGroup(c, &h, r)
+	case *kmsg.SyncGroupRequest:
+		resp = c.s.handleSyncGroup(r)
+	case *kmsg.HeartbeatRequest:
+		resp = c.s.handleHeartbeat(r)
+	case *kmsg.LeaveGroupRequest:
+		resp = c.s.handleLeaveGroup(r)
+	case *kmsg.OffsetCommitRequest:
+		resp = c.s.handleOffsetCommit(r)
+	case *kmsg.OffsetFetchRequest:
+		resp = c.s.handleOffsetFetch(r)
+	case *kmsg.ListGroupsRequest:
+		resp = c.s.handleListGroups(r)
+	case *kmsg.DescribeGroupsRequest:
+		resp = c.s.handleDescribeGroups(r)
+	case *kmsg.DeleteGroupsRequest:
+		resp = c.s.handleDeleteGroups(r)
+	case *kmsg.OffsetDeleteRequest:
+		resp = c.s.handleOffsetDelete(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

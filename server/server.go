@@ -26,6 +26,7 @@ type Server struct {
 	cfg    *Config
 	log    *slog.Logger
 	topics *topicStore
+	groups *coordinator // the group coordinator
 
 	listeners  []net.Listener
 	advertised Listener // what Metadata tells clients to dial
@@ -90,7 +91,11 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		s.listeners = append(s.listeners, ln)
 	}
 	s.advertised = s.advertise()
+	s.groups = newCoordinator(s)
+	s.groups.startLoading()
 	cm.Start()
+	s.bgWG.Add(1)
+	go s.groups.expiryLoop()
 	s.bgWG.Add(1)
 	go s.checkpointLoop()
 	for _, ln := range s.listeners {
@@ -211,6 +216,7 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		<-finished
 	}
+	s.groups.close()
 	s.bgWG.Wait()
 	s.stopErr = s.topics.close()
 	if s.stopErr != nil {

@@ -21,6 +21,17 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeConfigs), 0, 4},
 	{int16(kmsg.AlterConfigs), 0, 2},
 	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
+	{int16(kmsg.FindCoordinator), 0, 4},
+	{int16(kmsg.JoinGroup), 0, 7},
+	{int16(kmsg.SyncGroup), 0, 5},
+	{int16(kmsg.Heartbeat), 0, 4},
+	{int16(kmsg.LeaveGroup), 0, 4},
+	{int16(kmsg.OffsetCommit), 0, 8},
+	{int16(kmsg.OffsetFetch), 1, 8},
+	{int16(kmsg.ListGroups), 0, 4},
+	{int16(kmsg.DescribeGroups), 0, 5},
+	{int16(kmsg.DeleteGroups), 0, 2},
+	{int16(kmsg.OffsetDelete), 0, 0},
 }
 
 // versionRange returns the advertised range of key.

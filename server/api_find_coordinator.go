@@ -1,0 +1,46 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleFindCoordinator answers FindCoordinator v0-4: this node coordinates
+// every group (v4 batches keys). The offsets topic is created on the first
+// group lookup, as Kafka does. Transaction coordinators (key type 1) are not
+// served: COORDINATOR_NOT_AVAILABLE; other key types are INVALID_REQUEST.
+func (s *Server) handleFindCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	lookup := func(key string) (int16, string) {
+		switch {
+		case r.CoordinatorType == 1:
+			return kerr.CoordinatorNotAvailable.Code, "transactions are not supported"
+		case r.CoordinatorType != 0:
+			return kerr.InvalidRequest.Code, "unknown coordinator key type"
+		case key == "":
+			return kerr.InvalidRequest.Code, "empty group id"
+		}
+		if _, err := s.groups.ensureTopic(); err != nil {
+			return kerr.CoordinatorNotAvailable.Code, "the offsets topic cannot be created"
+		}
+		return 0, ""
+	}
+	if r.Version >= 4 {
+		for _, key := range r.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key = key
+			c.ErrorCode, c.NodeID, c.Host, c.Port = 0, s.cfg.NodeID, s.advertised.Host, s.advertised.Port
+			if code, msg := lookup(key); code != 0 {
+				c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port = code, &msg, -1, "", -1
+			}
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp
+	}
+	resp.NodeID, resp.Host, resp.Port = s.cfg.NodeID, s.advertised.Host, s.advertised.Port
+	if code, msg := lookup(r.CoordinatorKey); code != 0 {
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, -1, "", -1
+		resp.ErrorMessage = &msg
+	}
+	return resp
+}
