@@ -1,0 +1,657 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stratalog/strata/server"
+)
+
+// groupsBroker is the address of a broker with a group coordinator: the one
+// named by $STRATA_GROUPS_BROKER (any Kafka-compatible broker, to check the
+// tool against a peer), else a strata broker started in process.
+func groupsBroker(t *testing.T) string {
+	t.Helper()
+	if addr := os.Getenv("STRATA_GROUPS_BROKER"); addr != "" {
+		return addr
+	}
+	cfg, err := server.LoadConfig("", []string{
+		"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(),
+		"group.initial.rebalance.delay.ms=50", "group.min.session.timeout.ms=500",
+		"offsets.topic.num.partitions=4",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.Start(cfg, &server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.Addr().String()
+}
+
+// groupsOut is one strata groups run.
+type groupsOut struct {
+	stdout, stderr string
+	code           int
+}
+
+func runGroupsCmd(t *testing.T, addr string, args ...string) groupsOut {
+	t.Helper()
+	var o, e bytes.Buffer
+	code := Main(append([]string{"strata", "groups", "--bootstrap-server", addr, "--timeout", "20000"}, args...), &o, &e)
+	return groupsOut{o.String(), e.String(), code}
+}
+
+// mustGroups runs strata groups and fails unless it exits with want.
+func mustGroups(t *testing.T, want int, addr string, args ...string) groupsOut {
+	t.Helper()
+	r := runGroupsCmd(t, addr, args...)
+	if r.code != want {
+		t.Fatalf("strata groups %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
+	}
+	return r
+}
+
+var nameSeq atomic.Int64
+
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), nameSeq.Add(1))
+}
+
+func adminFor(t *testing.T, addr string) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, kadm.NewClient(cl)
+}
+
+func groupsCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// makeTopic creates topic with parts partitions and produces counts[p]
+// records to partition p, stamped ts[i] when given.
+func makeTopic(t *testing.T, addr, topic string, parts int32, counts map[int32]int, ts ...time.Time) {
+	t.Helper()
+	cl, adm := adminFor(t, addr)
+	ctx := groupsCtx(t)
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, cl, topic, counts, ts...)
+}
+
+func produceTo(t *testing.T, cl *kgo.Client, topic string, counts map[int32]int, ts ...time.Time) {
+	t.Helper()
+	var recs []*kgo.Record
+	for p, n := range counts {
+		for i := range n {
+			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			if i < len(ts) {
+				r.Timestamp = ts[i]
+			}
+			recs = append(recs, r)
+		}
+	}
+	if err := cl.ProduceSync(groupsCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupConsumer is a franz-go group member that commits only when told.
+func groupConsumer(t *testing.T, addr, group, topic, clientID string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		// AtEnd: a member that ignored the group's commits would read nothing.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// pollN polls cl until it has n records.
+func pollN(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
+	ctx := groupsCtx(t)
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("polled %d of %d records: %v", len(out), n, ctx.Err())
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// describeJSON runs --describe --json.
+func describeJSON(t *testing.T, addr, group string) groupView {
+	t.Helper()
+	r := mustGroups(t, ExitOK, addr, "--describe", "--group", group, "--json")
+	var v groupView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	return v
+}
+
+// committedOf returns the committed offsets in v by partition of topic.
+func committedOf(v groupView, topic string) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, p := range v.Partitions {
+		if p.Topic == topic && p.CurrentOffset != nil {
+			out[p.Partition] = *p.CurrentOffset
+		}
+	}
+	return out
+}
+
+// tableRows splits a table's output into rows of fields, header first.
+func tableRows(s string) [][]string {
+	var rows [][]string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		rows = append(rows, strings.Fields(l))
+	}
+	return rows
+}
+
+func wantOffsets(t *testing.T, what string, got, want map[int32]int64) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s: committed %v, want %v", what, got, want)
+	}
+}
+
+// TestGroupsDescribeResetDelete drives a group through its life with a real
+// franz-go consumer: describe while it runs, resets refused while it runs
+// and done after it leaves, a new member resuming at the reset offsets,
+// offsets deleted, the group deleted.
+func TestGroupsDescribeResetDelete(t *testing.T) {
+	addr := groupsBroker(t)
+	topic, group := uniqueName("orders"), uniqueName("billing")
+	makeTopic(t, addr, topic, 3, map[int32]int{0: 5, 1: 3})
+
+	// The members start at the log end when nothing is committed, so the
+	// group (still unknown to the broker) is first reset to the log start.
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic+":0,1", "--to-earliest", "--execute")
+	cons := groupConsumer(t, addr, group, topic, "billing-app")
+	defer cons.Close()
+	pollN(t, cons, 8)
+	if err := cons.CommitUncommittedOffsets(groupsCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	prod, _ := adminFor(t, addr)
+	produceTo(t, prod, topic, map[int32]int{0: 2})
+	memberID, _ := cons.GroupMetadata()
+
+	// Describe while the member runs.
+	r := mustGroups(t, ExitOK, addr, "--describe", "--group", group)
+	rows := tableRows(r.stdout)
+	wantHead := "GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID"
+	if strings.Join(rows[0], " ") != wantHead {
+		t.Fatalf("header %q, want %q", rows[0], wantHead)
+	}
+	want := map[string]string{ // partition → current, end, lag
+		"0": "5 7 2", "1": "3 3 0", "2": "- 0 -",
+	}
+	if len(rows) != 4 {
+		t.Fatalf("want 3 partition rows:\n%s", r.stdout)
+	}
+	for _, row := range rows[1:] {
+		if len(row) != 9 || row[0] != group || row[1] != topic {
+			t.Fatalf("row %q", row)
+		}
+		if got := strings.Join(row[3:6], " "); got != want[row[2]] {
+			t.Errorf("partition %s: current/end/lag %q, want %q", row[2], got, want[row[2]])
+		}
+		if row[6] != memberID || row[8] != "billing-app" || row[7] == "-" {
+			t.Errorf("partition %s: member %q host %q client %q, want %q billing-app", row[2], row[6], row[7], row[8], memberID)
+		}
+	}
+	v := describeJSON(t, addr, group)
+	if v.State != "Stable" || len(v.Members) != 1 || v.Members[0].ConsumerID != memberID || v.ProtocolType != "consumer" {
+		t.Fatalf("describe --json: %+v", v)
+	}
+	r = mustGroups(t, ExitOK, addr, "--describe", "--group", group, "--members", "--verbose")
+	if rows := tableRows(r.stdout); len(rows) != 2 || rows[1][1] != memberID || rows[1][4] != "3" || rows[1][5] != topic+"(0,1,2)" {
+		t.Errorf("--members --verbose:\n%s", r.stdout)
+	}
+	r = mustGroups(t, ExitOK, addr, "--describe", "--group", group, "--state")
+	if rows := tableRows(r.stdout); len(rows) != 2 || !strings.Contains(r.stdout, " Stable ") || rows[1][len(rows[1])-1] != "1" {
+		t.Errorf("--state:\n%s", r.stdout)
+	}
+	r = mustGroups(t, ExitOK, addr, "--list")
+	if !strings.Contains("\n"+r.stdout, "\n"+group+"\n") {
+		t.Errorf("--list lacks %s:\n%s", group, r.stdout)
+	}
+
+	// Refused while the member runs; nothing changes.
+	r = mustGroups(t, ExitProblems, addr, "--reset-offsets", "--group", group, "--all-topics", "--to-earliest", "--execute")
+	if !strings.Contains(r.stderr, "inactive") || !strings.Contains(r.stderr, "Stable") {
+		t.Errorf("refusal message: %s", r.stderr)
+	}
+	r = mustGroups(t, ExitProblems, addr, "--delete", "--group", group)
+	if !strings.Contains(r.stderr, "NON_EMPTY_GROUP") {
+		t.Errorf("delete refusal: %s", r.stderr)
+	}
+	wantOffsets(t, "after the refusals", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 5, 1: 3})
+
+	cons.Close() // leaves the group
+	r = mustGroups(t, ExitOK, addr, "--describe", "--group", group)
+	if !strings.Contains(r.stderr, "Consumer group '"+group+"' has no active members.") {
+		t.Errorf("empty group stderr: %q", r.stderr)
+	}
+	for _, row := range tableRows(r.stdout)[1:] {
+		if row[6] != "-" || row[7] != "-" || row[8] != "-" {
+			t.Errorf("member columns of an empty group: %q", row)
+		}
+	}
+
+	// A dry run prints the plan and commits nothing.
+	r = mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--all-topics", "--to-earliest")
+	if got := tableRows(r.stdout); len(got) != 3 || strings.Join(got[1], " ") != group+" "+topic+" 0 0" || strings.Join(got[2], " ") != group+" "+topic+" 1 0" {
+		t.Errorf("dry-run plan:\n%s", r.stdout)
+	}
+	wantOffsets(t, "after a dry run", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 5, 1: 3})
+
+	// Clamped to the log end, with a warning.
+	r = mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic+":0", "--to-offset", "100", "--json")
+	var plan resetJSON
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Offsets) != 1 || plan.Offsets[0].NewOffset != 7 || !plan.Offsets[0].Clamped || plan.Executed {
+		t.Errorf("--to-offset 100: %+v", plan)
+	}
+	if !strings.Contains(r.stderr, "log end offset 7") {
+		t.Errorf("no clamp warning: %s", r.stderr)
+	}
+
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic+":0,1", "--shift-by", "-2", "--execute")
+	wantOffsets(t, "--shift-by -2", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 3, 1: 1})
+	r = mustGroups(t, ExitProblems, addr, "--reset-offsets", "--group", group, "--topic", topic, "--shift-by", "1")
+	if !strings.Contains(r.stderr, "no committed offset") {
+		t.Errorf("shift without a commit on partition 2: %s", r.stderr)
+	}
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--all-topics", "--to-offset", "1", "--execute")
+	wantOffsets(t, "--to-offset 1", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 1, 1: 1})
+
+	// A new member resumes at the reset offsets.
+	cons2 := groupConsumer(t, addr, group, topic, "billing-app-2")
+	recs := pollN(t, cons2, 6+2)
+	first := map[int32]int64{}
+	for _, rec := range recs {
+		if o, ok := first[rec.Partition]; !ok || rec.Offset < o {
+			first[rec.Partition] = rec.Offset
+		}
+	}
+	wantOffsets(t, "first offsets the new member read", first, map[int32]int64{0: 1, 1: 1})
+	cons2.Close()
+
+	r = mustGroups(t, ExitOK, addr, "--delete-offsets", "--group", group, "--topic", topic+":1")
+	if !strings.Contains(r.stdout, "Successful") {
+		t.Errorf("--delete-offsets:\n%s", r.stdout)
+	}
+	wantOffsets(t, "after --delete-offsets", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 1})
+
+	mustGroups(t, ExitOK, addr, "--delete", "--group", group)
+	if r = mustGroups(t, ExitOK, addr, "--list"); strings.Contains("\n"+r.stdout, "\n"+group+"\n") {
+		t.Errorf("deleted group still listed:\n%s", r.stdout)
+	}
+	r = mustGroups(t, ExitProblems, addr, "--describe", "--group", group)
+	if !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("describe of a deleted group: %s", r.stderr)
+	}
+	mustGroups(t, ExitProblems, addr, "--delete", "--group", group)
+}
+
+// TestGroupsResetToDatetime resets a new group by record timestamps.
+func TestGroupsResetToDatetime(t *testing.T) {
+	addr := groupsBroker(t)
+	topic := uniqueName("clicks")
+	t0 := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+	makeTopic(t, addr, topic, 1, map[int32]int{0: 3}, t0, t0.Add(time.Hour), t0.Add(2*time.Hour))
+	for _, c := range []struct {
+		at   string
+		want int64
+	}{
+		{"2024-03-01T11:00:00.000Z", 0},
+		{"2024-03-01T12:00:00.001Z", 1},
+		{"2024-03-01T14:00:00+01:00", 1}, // 13:00 UTC
+		{"2024-03-01T13:00:00.001Z", 2},
+		{"2024-03-01T15:00:00.000Z", 3}, // after every record: the log end
+	} {
+		group := uniqueName("dt")
+		mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic, "--to-datetime", c.at, "--execute")
+		wantOffsets(t, c.at, committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: c.want})
+	}
+}
+
+// TestGroupsListJSON lists groups with their states.
+func TestGroupsListJSON(t *testing.T) {
+	addr := groupsBroker(t)
+	topic, group := uniqueName("t"), uniqueName("g")
+	makeTopic(t, addr, topic, 1, map[int32]int{0: 1})
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute")
+	r := mustGroups(t, ExitOK, addr, "--list", "--json")
+	var gs []listedGroupJSON
+	if err := json.Unmarshal([]byte(r.stdout), &gs); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	found := false
+	for _, g := range gs {
+		if g.Group == group {
+			found = true
+			if g.State != "Empty" {
+				t.Errorf("state %q, want Empty", g.State)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s not in %s", group, r.stdout)
+	}
+	r = mustGroups(t, ExitOK, addr, "--list", "--state")
+	if !strings.Contains(r.stdout, "GROUP") || !strings.Contains(r.stdout, group) {
+		t.Errorf("--list --state:\n%s", r.stdout)
+	}
+}
+
+// TestGroupsMissingTopic: a reset of an unknown topic names Kafka's error.
+func TestGroupsMissingTopic(t *testing.T) {
+	addr := groupsBroker(t)
+	r := mustGroups(t, ExitProblems, addr, "--reset-offsets", "--group", uniqueName("g"), "--topic", uniqueName("nosuch"), "--to-earliest")
+	if !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	topic := uniqueName("t")
+	makeTopic(t, addr, topic, 2, nil)
+	r = mustGroups(t, ExitProblems, addr, "--reset-offsets", "--group", uniqueName("g"), "--topic", topic+":5", "--to-earliest")
+	if !strings.Contains(r.stderr, "partition 5") || !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
+
+// TestGroupsUsage: bad command lines exit 2 before any connection.
+func TestGroupsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--list"}, // no --bootstrap-server
+		{"--bootstrap-server", "x:1"},
+		{"--bootstrap-server", "x:1", "--list", "--describe"},
+		{"--bootstrap-server", "x:1", "--describe"},
+		{"--bootstrap-server", "x:1", "--list", "--group", "g"},
+		{"--bootstrap-server", "x:1", "--delete"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--to-earliest"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--members", "--state"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--verbose"},
+		{"--bootstrap-server", "x:1", "--delete", "--group", "g", "--topic", "t"},
+		{"--bootstrap-server", "x:1", "--delete-offsets", "--group", "g"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--to-earliest"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--all-topics", "--to-earliest"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest", "--to-latest"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest", "--execute", "--dry-run"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t:x", "--to-earliest"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", ":1", "--to-earliest"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-datetime", "yesterday"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-offset", "ten"},
+		{"--bootstrap-server", "x:1", "--list", "--timeout", "0"},
+		{"--bootstrap-server", "x:1", "--list", "extra"},
+	} {
+		var o, e bytes.Buffer
+		code := Main(append([]string{"strata", "groups"}, args...), &o, &e)
+		if code != ExitUsage || e.Len() == 0 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 with a message", args, code, e.String())
+		}
+	}
+}
+
+// TestGroupsUnreachable: no broker at the address exits 2 and says so.
+func TestGroupsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, args := range [][]string{
+		{"--list"},
+		{"--describe", "--group", "g"},
+		{"--reset-offsets", "--group", "g", "--all-topics", "--to-earliest"},
+		{"--delete", "--group", "g"},
+	} {
+		var o, e bytes.Buffer
+		start := time.Now()
+		code := Main(append([]string{"strata", "groups", "--bootstrap-server", addr, "--timeout", "3000"}, args...), &o, &e)
+		if code != ExitUsage || !strings.Contains(e.String(), "cannot reach a broker at "+addr) {
+			t.Errorf("%q: exit %d, stderr %q", args, code, e.String())
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%q: took %v", args, d)
+		}
+	}
+}
+
+// TestGroupsNotAKafkaPort: something that is not a Kafka broker (here a
+// server that closes every connection at once) exits 2.
+func TestGroupsNotAKafkaPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	var o, e bytes.Buffer
+	code := Main([]string{"strata", "groups", "--bootstrap-server", ln.Addr().String(), "--timeout", "3000", "--list"}, &o, &e)
+	if code != ExitUsage || e.Len() == 0 {
+		t.Errorf("exit %d, stderr %q", code, e.String())
+	}
+}
+
+func TestParseTopicSpec(t *testing.T) {
+	for in, want := range map[string]string{
+		"t":        "t []",
+		"t:0":      "t [0]",
+		"t:2,0,2":  "t [2 0]",
+		"a.b-c_d":  "a.b-c_d []",
+		"t: 1, 3 ": "t [1 3]",
+	} {
+		ts, err := parseTopicSpec(in)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if got := ts.topic + " " + fmt.Sprint(ts.partitions); got != want {
+			t.Errorf("%q: %s, want %s", in, got, want)
+		}
+	}
+	for _, in := range []string{":0", "t:", "t:-1", "t:a", "t:1,,2", "t:99999999999"} {
+		if _, err := parseTopicSpec(in); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+func TestParseResetTime(t *testing.T) {
+	loc := time.FixedZone("X", -5*3600)
+	for in, want := range map[string]string{
+		"2024-03-01T12:00:00.000":       "2024-03-01T17:00:00Z",
+		"2024-03-01T12:00:00":           "2024-03-01T17:00:00Z",
+		"2024-03-01T12:00:00.250Z":      "2024-03-01T12:00:00.25Z",
+		"2024-03-01T12:00:00.000+01:00": "2024-03-01T11:00:00Z",
+	} {
+		got, err := parseResetTime(in, loc)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if s := got.UTC().Format(time.RFC3339Nano); s != want {
+			t.Errorf("%q: %s, want %s", in, s, want)
+		}
+	}
+	for _, in := range []string{"", "2024-03-01", "2024-13-01T00:00:00", "1709294400000", "2024-03-01 12:00:00"} {
+		if _, err := parseResetTime(in, loc); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+// TestPlanReset checks the planner on hand-picked cases and against a
+// reference written the long way on random partitions.
+func TestPlanReset(t *testing.T) {
+	p := func(start, end, committed, atTime int64) partitionOffsets {
+		return partitionOffsets{Topic: "t", Partition: 0, Start: start, End: end, Committed: committed, AtTime: atTime}
+	}
+	for _, c := range []struct {
+		sc      resetScenario
+		part    partitionOffsets
+		want    int64
+		clamped bool
+	}{
+		{resetScenario{kind: "to-earliest"}, p(10, 20, 15, -1), 10, false},
+		{resetScenario{kind: "to-latest"}, p(10, 20, 15, -1), 20, false},
+		{resetScenario{kind: "to-datetime"}, p(10, 20, 15, 12), 12, false},
+		{resetScenario{kind: "to-datetime"}, p(10, 20, 15, -1), 20, false},
+		{resetScenario{kind: "to-offset", n: 14}, p(10, 20, -1, -1), 14, false},
+		{resetScenario{kind: "to-offset", n: 20}, p(10, 20, -1, -1), 20, false},
+		{resetScenario{kind: "to-offset", n: 3}, p(10, 20, -1, -1), 10, true},
+		{resetScenario{kind: "to-offset", n: 99}, p(10, 20, -1, -1), 20, true},
+		{resetScenario{kind: "shift-by", n: -3}, p(10, 20, 15, -1), 12, false},
+		{resetScenario{kind: "shift-by", n: -9}, p(10, 20, 15, -1), 10, true},
+		{resetScenario{kind: "shift-by", n: 9}, p(10, 20, 15, -1), 20, true},
+		{resetScenario{kind: "shift-by", n: 0}, p(0, 0, 0, -1), 0, false},
+	} {
+		plan, err := planReset(c.sc, []partitionOffsets{c.part})
+		if err != nil {
+			t.Errorf("%+v %+v: %v", c.sc, c.part, err)
+			continue
+		}
+		if plan[0].NewOffset != c.want || plan[0].Clamped != c.clamped {
+			t.Errorf("%+v %+v: %d (clamped %v), want %d (clamped %v)", c.sc, c.part, plan[0].NewOffset, plan[0].Clamped, c.want, c.clamped)
+		}
+	}
+	if _, err := planReset(resetScenario{kind: "shift-by", n: 1}, []partitionOffsets{p(0, 5, -1, -1)}); err == nil {
+		t.Error("shift-by without a committed offset: no error")
+	}
+	if _, err := planReset(resetScenario{kind: "to-nowhere"}, []partitionOffsets{p(0, 5, -1, -1)}); err == nil {
+		t.Error("unknown scenario: no error")
+	}
+
+	// Random partitions against the reference.
+	seed := uint64(time.Now().UnixNano())
+	next := func(n int64) int64 { // xorshift, reproducible from the logged seed
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int64(seed % uint64(n))
+	}
+	t.Logf("seed %d", seed)
+	kinds := []string{"to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by"}
+	for range 2000 {
+		sc := resetScenario{kind: kinds[next(5)], n: next(200) - 100}
+		var parts []partitionOffsets
+		for i := range next(5) {
+			start := next(50)
+			end := start + next(50)
+			committed := next(150) - 1
+			if sc.kind == "shift-by" && committed < 0 {
+				committed = 0
+			}
+			at := int64(-1)
+			if next(2) == 0 {
+				at = start + next(end-start+1)
+			}
+			parts = append(parts, partitionOffsets{Topic: "t" + strconv.Itoa(int(next(2))), Partition: int32(i), Start: start, End: end, Committed: committed, AtTime: at})
+		}
+		plan, err := planReset(sc, parts)
+		if err != nil {
+			t.Fatalf("%+v %+v: %v", sc, parts, err)
+		}
+		if len(plan) != len(parts) {
+			t.Fatalf("%d rows for %d partitions", len(plan), len(parts))
+		}
+		for i := 1; i < len(plan); i++ {
+			a, b := plan[i-1], plan[i]
+			if a.Topic > b.Topic || a.Topic == b.Topic && a.Partition >= b.Partition {
+				t.Fatalf("plan not sorted: %+v", plan)
+			}
+		}
+		for _, row := range plan {
+			var part partitionOffsets
+			for _, q := range parts {
+				if q.Topic == row.Topic && q.Partition == row.Partition {
+					part = q
+				}
+			}
+			want := referenceReset(sc, part)
+			if row.NewOffset != want {
+				t.Fatalf("%+v %+v: %d, want %d", sc, part, row.NewOffset, want)
+			}
+			if row.NewOffset < part.Start || row.NewOffset > part.End {
+				t.Fatalf("%+v %+v: %d outside the log", sc, part, row.NewOffset)
+			}
+		}
+	}
+}
+
+// referenceReset is the planner's rule for one partition, spelled out.
+func referenceReset(sc resetScenario, p partitionOffsets) int64 {
+	var want int64
+	switch sc.kind {
+	case "to-earliest":
+		return p.Start
+	case "to-latest":
+		return p.End
+	case "to-datetime":
+		if p.AtTime == -1 {
+			return p.End
+		}
+		want = p.AtTime
+	case "to-offset":
+		want = sc.n
+	case "shift-by":
+		want = p.Committed + sc.n
+	}
+	if want < p.Start {
+		return p.Start
+	}
+	if want > p.End {
+		return p.End
+	}
+	return want
+}
