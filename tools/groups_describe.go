@@ -79,7 +79,8 @@ func (r *groupsRun) groupView(ctx context.Context) (*groupView, error) {
 		return nil, err
 	}
 	v := &groupView{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
-		Coordinator: fmt.Sprintf("%s:%d (%d)", g.Coordinator.Host, g.Coordinator.Port, g.Coordinator.NodeID)}
+		Coordinator: fmt.Sprintf("%s:%d (%d)", g.Coordinator.Host, g.Coordinator.Port, g.Coordinator.NodeID),
+		Members:     []memberView{}, Partitions: []partitionLag{}}
 	owner := map[tp]*memberView{}
 	for _, m := range g.Members {
 		mv := memberView{ConsumerID: m.MemberID, Host: m.ClientHost, ClientID: m.ClientID, Assignment: map[string][]int32{}}

@@ -48,8 +48,8 @@ type plannedOffset struct {
 	NewOffset int64  `json:"new_offset"`
 	// Clamped says the scenario asked for Requested, outside [log start,
 	// log end], and NewOffset is the nearer end.
-	Clamped   bool  `json:"clamped,omitempty"`
-	Requested int64 `json:"requested,omitempty"`
+	Clamped   bool   `json:"clamped,omitempty"`
+	Requested *int64 `json:"requested,omitempty"`
 }
 
 // planReset computes the new offset of every partition as Kafka's
@@ -86,7 +86,7 @@ func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, err
 		row := plannedOffset{Topic: p.Topic, Partition: p.Partition, NewOffset: want}
 		if clamp && (want < p.Start || want > p.End) {
 			row.NewOffset = min(max(want, p.Start), p.End)
-			row.Clamped, row.Requested = true, want
+			row.Clamped, row.Requested = true, &want
 		}
 		plan = append(plan, row)
 	}

@@ -47,11 +47,11 @@ func (r *groupsRun) reset(ctx context.Context, req *resetRequest) error {
 			continue
 		}
 		bound := "log end"
-		if p.Requested < p.NewOffset {
+		if *p.Requested < p.NewOffset {
 			bound = "log start"
 		}
 		fmt.Fprintf(r.errw, "Warning: new offset %d of %s-%d is outside the log; using the %s offset %d.\n",
-			p.Requested, p.Topic, p.Partition, bound, p.NewOffset)
+			*p.Requested, p.Topic, p.Partition, bound, p.NewOffset)
 	}
 	if req.execute && len(plan) > 0 {
 		var os kadm.Offsets
