@@ -24,7 +24,8 @@ func groupsCommand() *cli.Command {
 		UsageText: "strata groups --bootstrap-server HOST:PORT --list [--state] [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --describe --group G [--members [--verbose] | --state] [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)\n" +
-			"        (--to-earliest | --to-latest | --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --to-offset N | --shift-by N)\n" +
+			"        (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |\n" +
+			"         --by-duration PnDTnHnMnS | --to-offset N | --shift-by N)\n" +
 			"        [--dry-run | --execute] [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --delete --group G [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --delete-offsets --group G --topic T[:P,P] ... [--json]",
@@ -40,7 +41,9 @@ any other Kafka-compatible broker. Exactly one action:
                     --execute commits them. Refused unless the group is inactive (no
                     members). New offsets are clamped to [log start, log end] as Kafka
                     does. --to-datetime without a zone is local time; the offset is the
-                    first record at or after it (the log end if none).
+                    first record at or after it (the log end if none); --by-duration
+                    is --to-datetime of now minus the duration. --to-current keeps the
+                    committed offset (the log end where there is none).
                     --shift-by needs a committed offset on every partition.
                     --all-topics means every topic the group has committed offsets for.
   --delete          deletes the group and its offsets (refused while it has members)
@@ -61,7 +64,9 @@ it (does not exist, has members, ...), 2 usage error or the broker cannot be rea
 			&cli.BoolFlag{Name: "all-topics", Usage: "reset: every topic the group has committed offsets for"},
 			&cli.BoolFlag{Name: "to-earliest", Usage: "reset to the log start offset"},
 			&cli.BoolFlag{Name: "to-latest", Usage: "reset to the log end offset"},
+			&cli.BoolFlag{Name: "to-current", Usage: "reset to the committed offset (the log end where none)"},
 			&cli.StringFlag{Name: "to-datetime", Usage: "reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[zone]"},
+			&cli.StringFlag{Name: "by-duration", Usage: "reset to the first offset at or after now minus PnDTnHnMnS (or 90m)"},
 			&cli.Int64Flag{Name: "to-offset", Usage: "reset to offset N"},
 			&cli.Int64Flag{Name: "shift-by", Usage: "move the committed offset by N (negative: back)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "reset: only print the plan (the default)"},
@@ -189,7 +194,7 @@ func groupsAction(c *cli.Context) (string, error) {
 // groupsFlagActions names the actions each action-specific flag goes with.
 var groupsFlagActions = map[string]string{
 	"all-topics": "reset-offsets", "to-earliest": "reset-offsets", "to-latest": "reset-offsets",
-	"to-datetime": "reset-offsets", "to-offset": "reset-offsets", "shift-by": "reset-offsets",
+	"to-datetime": "reset-offsets", "to-offset": "reset-offsets", "to-current": "reset-offsets", "by-duration": "reset-offsets", "shift-by": "reset-offsets",
 	"dry-run": "reset-offsets", "execute": "reset-offsets",
 	"members": "describe", "verbose": "describe",
 	"state": "describe list",

@@ -12,9 +12,9 @@ import (
 
 // resetScenario is the one --to-*/--shift-by choice of --reset-offsets.
 type resetScenario struct {
-	kind   string // "to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by"
+	kind   string // "to-earliest", "to-latest", "to-current", "to-datetime", "to-offset", "shift-by"
 	n      int64  // the offset of to-offset, the delta of shift-by
-	millis int64  // to-datetime, Unix milliseconds
+	millis int64  // to-datetime (and by-duration, its special case), Unix milliseconds
 }
 
 // topicSpec is one --topic: a topic and maybe some of its partitions.
@@ -54,7 +54,8 @@ type plannedOffset struct {
 
 // planReset computes the new offset of every partition as Kafka's
 // ConsumerGroupCommand does: earliest is the log start, latest the log end,
-// a datetime the first offset at or after it (the log end if none), to-offset
+// current the committed offset (the log end if none), a datetime the first
+// offset at or after it (the log end if none), to-offset
 // and shift-by (from the committed offset, which must exist) are clamped into
 // [log start, log end]. The plan is sorted by topic and partition.
 func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, error) {
@@ -67,6 +68,12 @@ func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, err
 			want = p.Start
 		case "to-latest":
 			want = p.End
+		case "to-current":
+			want = p.Committed
+			if want < 0 {
+				want = p.End
+			}
+			clamp = true
 		case "to-datetime":
 			want = p.AtTime
 			if want < 0 {
@@ -116,14 +123,14 @@ func parseResetFlags(c *cli.Context) (*resetRequest, error) {
 		return nil, usageErr("--reset-offsets needs exactly one of --topic or --all-topics")
 	}
 	var kinds []string
-	for _, k := range []string{"to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by"} {
+	for _, k := range []string{"to-earliest", "to-latest", "to-current", "to-datetime", "by-duration", "to-offset", "shift-by"} {
 		if c.IsSet(k) {
 			kinds = append(kinds, "--"+k)
 			req.scenario.kind = k
 		}
 	}
 	if len(kinds) != 1 {
-		return nil, usageErr("--reset-offsets needs exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by (got %d: %s)",
+		return nil, usageErr("--reset-offsets needs exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, --by-duration, --to-offset, --shift-by (got %d: %s)",
 			len(kinds), strings.Join(kinds, " "))
 	}
 	switch req.scenario.kind {
@@ -137,6 +144,12 @@ func parseResetFlags(c *cli.Context) (*resetRequest, error) {
 			return nil, err
 		}
 		req.scenario.millis = t.UnixMilli()
+	case "by-duration":
+		d, err := parseResetDuration(c.String("by-duration"))
+		if err != nil {
+			return nil, err
+		}
+		req.scenario.kind, req.scenario.millis = "to-datetime", time.Now().Add(-d).UnixMilli()
 	}
 	return req, nil
 }
@@ -177,4 +190,50 @@ func parseResetTime(s string, loc *time.Location) (time.Time, error) {
 		return time.Time{}, usageErr("--to-datetime %q: want YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (Z, +01:00)", s)
 	}
 	return t, nil
+}
+
+// parseResetDuration parses --by-duration: Kafka's ISO-8601 PnDTnHnMn.nS
+// (P1D, PT30M, P1DT2H0.5S), or a Go duration (90m, 1h30m). It must not be
+// negative.
+func parseResetDuration(s string) (time.Duration, error) {
+	bad := usageErr("--by-duration %q: want PnDTnHnMnS (PT1H, P1DT12H) or a duration like 90m", s)
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return 0, bad
+		}
+		return d, nil
+	}
+	rest, ok := strings.CutPrefix(strings.ToUpper(s), "P")
+	if !ok || rest == "" || strings.HasSuffix(rest, "T") {
+		return 0, bad
+	}
+	var d time.Duration
+	inTime, seen := false, false
+	for rest != "" {
+		if rest[0] == 'T' {
+			if inTime {
+				return 0, bad
+			}
+			inTime, rest = true, rest[1:]
+			continue
+		}
+		i := strings.IndexAny(rest, "DHMS")
+		if i <= 0 {
+			return 0, bad
+		}
+		v, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || v < 0 {
+			return 0, bad
+		}
+		unit := map[byte]time.Duration{'D': 24 * time.Hour, 'H': time.Hour, 'M': time.Minute, 'S': time.Second}[rest[i]]
+		if (rest[i] == 'D') == inTime {
+			return 0, bad // days before T, hours/minutes/seconds after it
+		}
+		d += time.Duration(v * float64(unit))
+		seen, rest = true, rest[i+1:]
+	}
+	if !seen {
+		return 0, bad
+	}
+	return d, nil
 }

@@ -355,6 +355,35 @@ func TestGroupsResetToDatetime(t *testing.T) {
 	}
 }
 
+// TestGroupsResetByDurationAndCurrent: --by-duration counts back from now;
+// --to-current keeps committed offsets and takes the log end elsewhere.
+func TestGroupsResetByDurationAndCurrent(t *testing.T) {
+	addr := groupsBroker(t)
+	topic := uniqueName("recent")
+	now := time.Now()
+	makeTopic(t, addr, topic, 2, map[int32]int{0: 3, 1: 2}, now.Add(-3*time.Hour), now.Add(-2*time.Hour), now.Add(-10*time.Minute))
+	for _, c := range []struct {
+		by   string
+		want map[int32]int64
+	}{
+		{"P1D", map[int32]int64{0: 0, 1: 0}},
+		{"PT150M", map[int32]int64{0: 1, 1: 1}},
+		{"PT1H", map[int32]int64{0: 2, 1: 2}},
+		{"1m", map[int32]int64{0: 3, 1: 2}},
+	} {
+		group := uniqueName("dur")
+		mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic, "--by-duration", c.by, "--execute")
+		wantOffsets(t, c.by, committedOf(describeJSON(t, addr, group), topic), c.want)
+	}
+	group := uniqueName("cur")
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic+":0", "--to-offset", "1", "--execute")
+	r := mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic, "--to-current", "--execute")
+	if rows := tableRows(r.stdout); len(rows) != 3 || rows[1][3] != "1" || rows[2][3] != "2" {
+		t.Errorf("--to-current plan:\n%s", r.stdout)
+	}
+	wantOffsets(t, "--to-current", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 1, 1: 2})
+}
+
 // TestGroupsListJSON lists groups with their states.
 func TestGroupsListJSON(t *testing.T) {
 	addr := groupsBroker(t)
@@ -423,6 +452,9 @@ func TestGroupsUsage(t *testing.T) {
 		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", ":1", "--to-earliest"},
 		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-datetime", "yesterday"},
 		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-offset", "ten"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--by-duration", "an hour"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-current", "--by-duration", "PT1H"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--to-current"},
 		{"--bootstrap-server", "x:1", "--list", "--timeout", "0"},
 		{"--bootstrap-server", "x:1", "--list", "extra"},
 	} {
@@ -532,6 +564,29 @@ func TestParseResetTime(t *testing.T) {
 	}
 }
 
+func TestParseResetDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"PT1H":        time.Hour,
+		"P1D":         24 * time.Hour,
+		"P1DT2H30M":   26*time.Hour + 30*time.Minute,
+		"PT0.5S":      500 * time.Millisecond,
+		"pt15m":       15 * time.Minute,
+		"P2DT0H0M10S": 48*time.Hour + 10*time.Second,
+		"90m":         90 * time.Minute,
+		"0s":          0,
+	} {
+		got, err := parseResetDuration(in)
+		if err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "P", "PT", "1H", "PT1D", "P1H", "P-1D", "PTT1H", "PT1X", "-5m", "P1DT", "PTH"} {
+		if d, err := parseResetDuration(in); err == nil {
+			t.Errorf("%q: %v, no error", in, d)
+		}
+	}
+}
+
 // TestPlanReset checks the planner on hand-picked cases and against a
 // reference written the long way on random partitions.
 func TestPlanReset(t *testing.T) {
@@ -556,6 +611,9 @@ func TestPlanReset(t *testing.T) {
 		{resetScenario{kind: "shift-by", n: -9}, p(10, 20, 15, -1), 10, true},
 		{resetScenario{kind: "shift-by", n: 9}, p(10, 20, 15, -1), 20, true},
 		{resetScenario{kind: "shift-by", n: 0}, p(0, 0, 0, -1), 0, false},
+		{resetScenario{kind: "to-current"}, p(10, 20, 15, -1), 15, false},
+		{resetScenario{kind: "to-current"}, p(10, 20, -1, -1), 20, false},
+		{resetScenario{kind: "to-current"}, p(10, 20, 3, -1), 10, true},
 	} {
 		plan, err := planReset(c.sc, []partitionOffsets{c.part})
 		if err != nil {
@@ -582,9 +640,9 @@ func TestPlanReset(t *testing.T) {
 		return int64(seed % uint64(n))
 	}
 	t.Logf("seed %d", seed)
-	kinds := []string{"to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by"}
+	kinds := []string{"to-earliest", "to-latest", "to-current", "to-datetime", "to-offset", "shift-by"}
 	for range 2000 {
-		sc := resetScenario{kind: kinds[next(5)], n: next(200) - 100}
+		sc := resetScenario{kind: kinds[next(int64(len(kinds)))], n: next(200) - 100}
 		var parts []partitionOffsets
 		for i := range next(5) {
 			start := next(50)
@@ -638,6 +696,11 @@ func referenceReset(sc resetScenario, p partitionOffsets) int64 {
 		return p.Start
 	case "to-latest":
 		return p.End
+	case "to-current":
+		if p.Committed == -1 {
+			return p.End
+		}
+		want = p.Committed
 	case "to-datetime":
 		if p.AtTime == -1 {
 			return p.End
