@@ -22,12 +22,12 @@ func groupsCommand() *cli.Command {
 		Name:  "groups",
 		Usage: "list, describe, reset or delete consumer groups on a running broker (kafka-consumer-groups.sh)",
 		UsageText: "strata groups --bootstrap-server HOST:PORT --list [--state] [--json]\n" +
-			"   strata groups --bootstrap-server HOST:PORT --describe --group G [--members [--verbose] | --state] [--json]\n" +
+			"   strata groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members [--verbose] | --state] [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)\n" +
 			"        (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |\n" +
 			"         --by-duration PnDTnHnMnS | --to-offset N | --shift-by N)\n" +
 			"        [--dry-run | --execute] [--json]\n" +
-			"   strata groups --bootstrap-server HOST:PORT --delete --group G [--json]\n" +
+			"   strata groups --bootstrap-server HOST:PORT --delete (--group G | --all-groups) [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --delete-offsets --group G --topic T[:P,P] ... [--json]",
 		Description: `Speaks the Kafka protocol (FindCoordinator, ListGroups, DescribeGroups, OffsetFetch,
 ListOffsets, OffsetCommit, DeleteGroups, OffsetDelete), so it works against strata and
@@ -60,6 +60,7 @@ it (does not exist, has members, ...), 2 usage error or the broker cannot be rea
 			&cli.BoolFlag{Name: "delete", Usage: "delete a group"},
 			&cli.BoolFlag{Name: "delete-offsets", Usage: "delete a group's committed offsets of --topic"},
 			&cli.StringFlag{Name: "group", Usage: "the consumer group"},
+			&cli.BoolFlag{Name: "all-groups", Usage: "describe or delete every group the brokers list"},
 			&cli.GenericFlag{Name: "topic", Value: &multiString{}, Usage: "topic, or topic:partition,partition; repeatable"},
 			&cli.BoolFlag{Name: "all-topics", Usage: "reset: every topic the group has committed offsets for"},
 			&cli.BoolFlag{Name: "to-earliest", Usage: "reset to the log start offset"},
@@ -168,7 +169,13 @@ func groupsAction(c *cli.Context) (string, error) {
 	if action == "" {
 		return "", usageErr("give one of --list, --describe, --reset-offsets, --delete, --delete-offsets")
 	}
-	if action != "list" && c.String("group") == "" {
+	if c.Bool("all-groups") && c.String("group") != "" {
+		return "", usageErr("--group and --all-groups: give one")
+	}
+	if action != "list" && c.String("group") == "" && !c.Bool("all-groups") {
+		if action == "describe" || action == "delete" {
+			return "", usageErr("--%s needs --group or --all-groups", action)
+		}
 		return "", usageErr("--%s needs --group", action)
 	}
 	if action == "list" && c.String("group") != "" {
@@ -197,7 +204,7 @@ var groupsFlagActions = map[string]string{
 	"to-datetime": "reset-offsets", "to-offset": "reset-offsets", "to-current": "reset-offsets", "by-duration": "reset-offsets", "shift-by": "reset-offsets",
 	"dry-run": "reset-offsets", "execute": "reset-offsets",
 	"members": "describe", "verbose": "describe",
-	"state": "describe list",
+	"state": "describe list", "all-groups": "describe delete",
 	"topic": "reset-offsets delete-offsets",
 }
 

@@ -5,33 +5,86 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// deleteGroup is --delete: DeleteGroups on the group's coordinator.
+// deleteGroup is --delete: DeleteGroups on each group's coordinator, of
+// --group or of every listed group (--all-groups).
 func (r *groupsRun) deleteGroup(ctx context.Context) error {
-	resps, err := r.adm.DeleteGroups(ctx, r.group)
-	if err != nil {
-		return brokerErr("delete group "+r.group, err)
+	names := []string{r.group}
+	if r.c.Bool("all-groups") {
+		var err error
+		if names, err = r.listNames(ctx); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			fmt.Fprintln(r.errw, "No consumer groups to delete.")
+		}
 	}
-	resp, ok := resps[r.group]
-	switch {
-	case !ok:
-		return failErr(fmt.Errorf("delete group %s: the broker's answer does not name the group", r.group))
-	case errors.Is(resp.Err, kerr.NonEmptyGroup):
-		return refused("consumer group '%s' still has active members and was not deleted (%v); stop its consumers first", r.group, resp.Err)
-	case errors.Is(resp.Err, kerr.GroupIDNotFound):
-		return refused("Consumer group '%s' does not exist (%v).", r.group, resp.Err)
-	case resp.Err != nil:
-		return brokerErr("delete group "+r.group, resp.Err)
+	if len(names) == 0 {
+		if r.json {
+			return writeJSON(r.w, []any{})
+		}
+		return nil
+	}
+	resps, err := r.adm.DeleteGroups(ctx, names...)
+	if err != nil && len(resps) == 0 {
+		return brokerErr("delete group "+strings.Join(names, ", "), err)
+	}
+	type deleted struct {
+		Group   string `json:"group"`
+		Deleted bool   `json:"deleted"`
+		Error   string `json:"error,omitempty"`
+	}
+	var out []deleted
+	var problems []error
+	for _, name := range names {
+		resp, ok := resps[name]
+		var perr error
+		switch {
+		case !ok:
+			perr = brokerErr("delete group "+name, err)
+			if err == nil {
+				perr = failErr(fmt.Errorf("delete group %s: the broker's answer does not name the group", name))
+			}
+		case errors.Is(resp.Err, kerr.NonEmptyGroup):
+			perr = refused("consumer group '%s' still has active members and was not deleted (%v); stop its consumers first", name, resp.Err)
+		case errors.Is(resp.Err, kerr.GroupIDNotFound):
+			perr = refused("Consumer group '%s' does not exist (%v).", name, resp.Err)
+		case resp.Err != nil:
+			perr = brokerErr("delete group "+name, resp.Err)
+		}
+		d := deleted{Group: name, Deleted: perr == nil}
+		if perr != nil {
+			d.Error = perr.Error()
+			problems = append(problems, perr)
+		} else if !r.json {
+			fmt.Fprintf(r.w, "Deleted consumer group '%s'.\n", name)
+		}
+		out = append(out, d)
 	}
 	if r.json {
-		return writeJSON(r.w, map[string]any{"group": r.group, "deleted": true})
+		if len(names) == 1 && !r.c.Bool("all-groups") {
+			if err := writeJSON(r.w, out[0]); err != nil {
+				return failErr(err)
+			}
+		} else if err := writeJSON(r.w, out); err != nil {
+			return failErr(err)
+		}
 	}
-	_, err = fmt.Fprintf(r.w, "Deleted consumer group '%s'.\n", r.group)
-	return err
+	switch {
+	case len(problems) == 1:
+		return problems[0]
+	case len(problems) > 1:
+		for _, p := range problems {
+			fmt.Fprintf(r.errw, "Error: %v\n", p)
+		}
+		return refused("%d of %d groups were not deleted", len(problems), len(names))
+	}
+	return nil
 }
 
 // deletedOffsetJSON is one partition of --delete-offsets --json.

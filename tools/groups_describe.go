@@ -156,15 +156,67 @@ func (r *groupsRun) groupView(ctx context.Context) (*groupView, error) {
 	return v, nil
 }
 
-// describe is --describe [--members [--verbose] | --state].
+// describe is --describe [--members [--verbose] | --state], of --group or
+// of every listed group (--all-groups: one table each, a blank line
+// between; with --json an array).
 func (r *groupsRun) describe(ctx context.Context) error {
-	v, err := r.groupView(ctx)
+	if !r.c.Bool("all-groups") {
+		v, err := r.groupView(ctx)
+		if err != nil {
+			return err
+		}
+		if r.json {
+			return writeJSON(r.w, v)
+		}
+		return r.printGroup(v)
+	}
+	names, err := r.listNames(ctx)
 	if err != nil {
 		return err
 	}
-	if r.json {
-		return writeJSON(r.w, v)
+	views := []*groupView{}
+	failed := 0
+	for i, name := range names {
+		r.group = name
+		v, err := r.groupView(ctx)
+		if err != nil {
+			fmt.Fprintf(r.errw, "Error: %v\n", err)
+			failed++
+			continue
+		}
+		if r.json {
+			views = append(views, v)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(r.w)
+		}
+		if err := r.printGroup(v); err != nil {
+			return err
+		}
 	}
+	if r.json {
+		if err := writeJSON(r.w, views); err != nil {
+			return failErr(err)
+		}
+	}
+	if failed > 0 {
+		return refused("%d of %d groups could not be described", failed, len(names))
+	}
+	return nil
+}
+
+// listNames lists every group's id, sorted.
+func (r *groupsRun) listNames(ctx context.Context) ([]string, error) {
+	listed, err := r.adm.ListGroups(ctx)
+	if err != nil {
+		return nil, brokerErr("list groups", err)
+	}
+	return listed.Groups(), nil
+}
+
+// printGroup prints one described group as the table the flags ask for.
+func (r *groupsRun) printGroup(v *groupView) error {
 	switch v.State {
 	case "Empty":
 		fmt.Fprintf(r.errw, "Consumer group '%s' has no active members.\n", v.Group)

@@ -384,6 +384,50 @@ func TestGroupsResetByDurationAndCurrent(t *testing.T) {
 	wantOffsets(t, "--to-current", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 1, 1: 2})
 }
 
+// TestGroupsAllGroups describes and deletes every group.
+func TestGroupsAllGroups(t *testing.T) {
+	if os.Getenv("STRATA_GROUPS_BROKER") != "" {
+		t.Skip("deletes every group of the broker: only on a broker of its own")
+	}
+	addr := groupsBroker(t)
+	topic := uniqueName("t")
+	makeTopic(t, addr, topic, 2, map[int32]int{0: 4, 1: 6})
+	ga, gb := "a-"+uniqueName("g"), "b-"+uniqueName("g")
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", ga, "--topic", topic, "--to-offset", "3", "--execute")
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", gb, "--topic", topic+":1", "--to-latest", "--execute")
+
+	r := mustGroups(t, ExitOK, addr, "--describe", "--all-groups", "--json")
+	var vs []groupView
+	if err := json.Unmarshal([]byte(r.stdout), &vs); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if len(vs) != 2 || vs[0].Group != ga || vs[1].Group != gb {
+		t.Fatalf("--all-groups --json: %+v", vs)
+	}
+	wantOffsets(t, ga, committedOf(vs[0], topic), map[int32]int64{0: 3, 1: 3})
+	wantOffsets(t, gb, committedOf(vs[1], topic), map[int32]int64{1: 6})
+	r = mustGroups(t, ExitOK, addr, "--describe", "--all-groups")
+	if tables := strings.Split(strings.TrimSpace(r.stdout), "\n\n"); len(tables) != 2 ||
+		!strings.Contains(tables[0], ga) || !strings.Contains(tables[1], gb) {
+		t.Errorf("two tables, a blank line between:\n%s", r.stdout)
+	}
+	if strings.Count(r.stderr, "has no active members") != 2 {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+
+	r = mustGroups(t, ExitOK, addr, "--delete", "--all-groups")
+	if !strings.Contains(r.stdout, "Deleted consumer group '"+ga+"'.") || !strings.Contains(r.stdout, "Deleted consumer group '"+gb+"'.") {
+		t.Errorf("--delete --all-groups:\n%s", r.stdout)
+	}
+	if r = mustGroups(t, ExitOK, addr, "--list"); r.stdout != "" {
+		t.Errorf("groups left:\n%s", r.stdout)
+	}
+	r = mustGroups(t, ExitOK, addr, "--describe", "--all-groups", "--json")
+	if strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("no groups: %s", r.stdout)
+	}
+}
+
 // TestGroupsListJSON lists groups with their states.
 func TestGroupsListJSON(t *testing.T) {
 	addr := groupsBroker(t)
@@ -455,6 +499,9 @@ func TestGroupsUsage(t *testing.T) {
 		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--by-duration", "an hour"},
 		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-current", "--by-duration", "PT1H"},
 		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--to-current"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--all-groups"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--all-groups", "--topic", "t", "--to-earliest"},
+		{"--bootstrap-server", "x:1", "--list", "--all-groups"},
 		{"--bootstrap-server", "x:1", "--list", "--timeout", "0"},
 		{"--bootstrap-server", "x:1", "--list", "extra"},
 	} {
