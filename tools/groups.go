@@ -25,8 +25,8 @@ func groupsCommand() *cli.Command {
 			"   strata groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members [--verbose] | --state] [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)\n" +
 			"        (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |\n" +
-			"         --by-duration PnDTnHnMnS | --to-offset N | --shift-by N)\n" +
-			"        [--dry-run | --execute] [--json]\n" +
+			"         --by-duration PnDTnHnMnS | --to-offset N | --shift-by N | --from-file CSV)\n" +
+			"        [--dry-run | --execute] [--json | --export]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --delete (--group G | --all-groups) [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --delete-offsets --group G --topic T[:P,P] ... [--json]",
 		Description: `Speaks the Kafka protocol (FindCoordinator, ListGroups, DescribeGroups, OffsetFetch,
@@ -43,7 +43,9 @@ any other Kafka-compatible broker. Exactly one action:
                     does. --to-datetime without a zone is local time; the offset is the
                     first record at or after it (the log end if none); --by-duration
                     is --to-datetime of now minus the duration. --to-current keeps the
-                    committed offset (the log end where there is none).
+                    committed offset (the log end where there is none). --export prints
+                    the plan as CSV lines topic,partition,offset, which --from-file reads
+                    back: --to-current --all-topics --export saves the offsets first.
                     --shift-by needs a committed offset on every partition.
                     --all-topics means every topic the group has committed offsets for.
   --delete          deletes the group and its offsets (refused while it has members)
@@ -70,6 +72,8 @@ it (does not exist, has members, ...), 2 usage error or the broker cannot be rea
 			&cli.StringFlag{Name: "by-duration", Usage: "reset to the first offset at or after now minus PnDTnHnMnS (or 90m)"},
 			&cli.Int64Flag{Name: "to-offset", Usage: "reset to offset N"},
 			&cli.Int64Flag{Name: "shift-by", Usage: "move the committed offset by N (negative: back)"},
+			&cli.StringFlag{Name: "from-file", Usage: "reset to the offsets of a CSV file (topic,partition,offset lines, as --export prints)"},
+			&cli.BoolFlag{Name: "export", Usage: "reset: print the plan as CSV (topic,partition,offset) for --from-file"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "reset: only print the plan (the default)"},
 			&cli.BoolFlag{Name: "execute", Usage: "reset: commit the planned offsets"},
 			&cli.BoolFlag{Name: "members", Usage: "describe: the group's members"},
@@ -201,7 +205,7 @@ func groupsAction(c *cli.Context) (string, error) {
 // groupsFlagActions names the actions each action-specific flag goes with.
 var groupsFlagActions = map[string]string{
 	"all-topics": "reset-offsets", "to-earliest": "reset-offsets", "to-latest": "reset-offsets",
-	"to-datetime": "reset-offsets", "to-offset": "reset-offsets", "to-current": "reset-offsets", "by-duration": "reset-offsets", "shift-by": "reset-offsets",
+	"to-datetime": "reset-offsets", "to-offset": "reset-offsets", "to-current": "reset-offsets", "by-duration": "reset-offsets", "from-file": "reset-offsets", "export": "reset-offsets", "shift-by": "reset-offsets",
 	"dry-run": "reset-offsets", "execute": "reset-offsets",
 	"members": "describe", "verbose": "describe",
 	"state": "describe list", "all-groups": "describe delete",

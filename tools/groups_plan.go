@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,9 +13,10 @@ import (
 
 // resetScenario is the one --to-*/--shift-by choice of --reset-offsets.
 type resetScenario struct {
-	kind   string // "to-earliest", "to-latest", "to-current", "to-datetime", "to-offset", "shift-by"
-	n      int64  // the offset of to-offset, the delta of shift-by
-	millis int64  // to-datetime (and by-duration, its special case), Unix milliseconds
+	kind   string       // "to-earliest", "to-latest", "to-current", "to-datetime", "to-offset", "shift-by", "from-file"
+	n      int64        // the offset of to-offset, the delta of shift-by
+	millis int64        // to-datetime (and by-duration, its special case), Unix milliseconds
+	file   map[tp]int64 // from-file: the offset of each partition
 }
 
 // topicSpec is one --topic: a topic and maybe some of its partitions.
@@ -29,6 +31,7 @@ type resetRequest struct {
 	topics    []topicSpec
 	allTopics bool
 	execute   bool
+	export    bool // print the plan as CSV (topic,partition,offset), the --from-file format
 }
 
 // partitionOffsets is what the planner knows of one partition.
@@ -82,6 +85,12 @@ func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, err
 			clamp = true
 		case "to-offset":
 			want, clamp = sc.n, true
+		case "from-file":
+			o, ok := sc.file[tp{p.Topic, p.Partition}]
+			if !ok {
+				return nil, fmt.Errorf("%s-%d is not in the --from-file file", p.Topic, p.Partition)
+			}
+			want, clamp = o, true
 		case "shift-by":
 			if p.Committed < 0 {
 				return nil, fmt.Errorf("cannot shift the offset of %s-%d: the group has no committed offset there", p.Topic, p.Partition)
@@ -108,9 +117,12 @@ func planReset(sc resetScenario, parts []partitionOffsets) ([]plannedOffset, err
 
 // parseResetFlags checks the --reset-offsets flags.
 func parseResetFlags(c *cli.Context) (*resetRequest, error) {
-	req := &resetRequest{allTopics: c.Bool("all-topics"), execute: c.Bool("execute")}
+	req := &resetRequest{allTopics: c.Bool("all-topics"), execute: c.Bool("execute"), export: c.Bool("export")}
 	if req.execute && c.Bool("dry-run") {
 		return nil, usageErr("--dry-run and --execute: give at most one")
+	}
+	if req.export && c.Bool("json") {
+		return nil, usageErr("--export and --json: give at most one")
 	}
 	for _, t := range c.Generic("topic").(*multiString).vals {
 		ts, err := parseTopicSpec(t)
@@ -119,18 +131,22 @@ func parseResetFlags(c *cli.Context) (*resetRequest, error) {
 		}
 		req.topics = append(req.topics, ts)
 	}
-	if req.allTopics == (len(req.topics) > 0) {
+	if c.IsSet("from-file") {
+		if req.allTopics || len(req.topics) > 0 {
+			return nil, usageErr("--from-file names its partitions: no --topic or --all-topics with it")
+		}
+	} else if req.allTopics == (len(req.topics) > 0) {
 		return nil, usageErr("--reset-offsets needs exactly one of --topic or --all-topics")
 	}
 	var kinds []string
-	for _, k := range []string{"to-earliest", "to-latest", "to-current", "to-datetime", "by-duration", "to-offset", "shift-by"} {
+	for _, k := range []string{"to-earliest", "to-latest", "to-current", "to-datetime", "by-duration", "to-offset", "shift-by", "from-file"} {
 		if c.IsSet(k) {
 			kinds = append(kinds, "--"+k)
 			req.scenario.kind = k
 		}
 	}
 	if len(kinds) != 1 {
-		return nil, usageErr("--reset-offsets needs exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, --by-duration, --to-offset, --shift-by (got %d: %s)",
+		return nil, usageErr("--reset-offsets needs exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, --by-duration, --to-offset, --shift-by, --from-file (got %d: %s)",
 			len(kinds), strings.Join(kinds, " "))
 	}
 	switch req.scenario.kind {
@@ -150,6 +166,14 @@ func parseResetFlags(c *cli.Context) (*resetRequest, error) {
 			return nil, err
 		}
 		req.scenario.kind, req.scenario.millis = "to-datetime", time.Now().Add(-d).UnixMilli()
+	case "from-file":
+		b, err := os.ReadFile(c.String("from-file"))
+		if err != nil {
+			return nil, usageErr("--from-file: %v", err)
+		}
+		if req.scenario.file, err = parseOffsetsCSV(string(b), c.String("group")); err != nil {
+			return nil, usageErr("--from-file %s: %v", c.String("from-file"), err)
+		}
 	}
 	return req, nil
 }
@@ -236,4 +260,45 @@ func parseResetDuration(s string) (time.Duration, error) {
 		return 0, bad
 	}
 	return d, nil
+}
+
+// parseOffsetsCSV reads the --export / --from-file format: one partition a
+// line, "topic,partition,offset", or "group,topic,partition,offset" as
+// Kafka writes for several groups (then only group's lines count). Blank
+// lines and lines starting with # are skipped.
+func parseOffsetsCSV(text, group string) (map[tp]int64, error) {
+	out := map[tp]int64{}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		for j := range f {
+			f[j] = strings.TrimSpace(f[j])
+		}
+		if len(f) == 4 {
+			if f[0] != group {
+				continue
+			}
+			f = f[1:]
+		}
+		if len(f) != 3 || f[0] == "" {
+			return nil, fmt.Errorf("line %d: %q is not topic,partition,offset", i+1, line)
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		o, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || p < 0 {
+			return nil, fmt.Errorf("line %d: %q is not topic,partition,offset", i+1, line)
+		}
+		k := tp{f[0], int32(p)}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("line %d: %s-%d given twice", i+1, k.topic, k.part)
+		}
+		out[k] = o
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no offsets of group %s in it", group)
+	}
+	return out, nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,8 +75,21 @@ func (r *groupsRun) reset(ctx context.Context, req *resetRequest) error {
 			return brokerErr("commit the new offsets of group "+r.group, failed)
 		}
 	}
-	if r.json {
+	switch {
+	case r.json:
 		return writeJSON(r.w, resetJSON{Group: r.group, Executed: req.execute, Offsets: plan})
+	case req.export:
+		var b strings.Builder
+		for _, p := range plan {
+			fmt.Fprintf(&b, "%s,%d,%d\n", p.Topic, p.Partition, p.NewOffset)
+		}
+		if _, err := io.WriteString(r.w, b.String()); err != nil {
+			return failErr(err)
+		}
+		if !req.execute {
+			fmt.Fprintln(r.errw, "Dry run: nothing was committed. Add --execute to commit these offsets.")
+		}
+		return nil
 	}
 	t := newTable("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 	for _, p := range plan {
@@ -113,6 +128,17 @@ func (r *groupsRun) checkInactive(ctx context.Context) error {
 // resetTargets resolves --topic / --all-topics to partitions.
 func (r *groupsRun) resetTargets(ctx context.Context, req *resetRequest, committed kadm.OffsetResponses) ([]tp, error) {
 	var out []tp
+	if req.scenario.kind == "from-file" {
+		byTopic := map[string][]int32{}
+		for k := range req.scenario.file {
+			byTopic[k.topic] = append(byTopic[k.topic], k.part)
+		}
+		var specs []topicSpec
+		for _, t := range sortedKeys(byTopic) {
+			specs = append(specs, topicSpec{topic: t, partitions: byTopic[t]})
+		}
+		return r.resolveTopics(ctx, specs)
+	}
 	if req.allTopics {
 		committed.Each(func(o kadm.OffsetResponse) {
 			if o.Err == nil && o.At >= 0 {

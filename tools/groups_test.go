@@ -428,6 +428,53 @@ func TestGroupsAllGroups(t *testing.T) {
 	}
 }
 
+// TestGroupsExportFromFile saves a group's offsets with --export, resets
+// them, and puts them back with --from-file.
+func TestGroupsExportFromFile(t *testing.T) {
+	addr := groupsBroker(t)
+	topic, group := uniqueName("t"), uniqueName("g")
+	makeTopic(t, addr, topic, 3, map[int32]int{0: 5, 1: 7, 2: 2})
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic+":0,1", "--to-offset", "4", "--execute")
+	r := mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--all-topics", "--to-current", "--export")
+	want := fmt.Sprintf("%s,0,4\n%s,1,4\n", topic, topic)
+	if r.stdout != want {
+		t.Fatalf("--export: %q, want %q", r.stdout, want)
+	}
+	file := t.TempDir() + "/offsets.csv"
+	if err := os.WriteFile(file, []byte("# saved\n"+r.stdout+fmt.Sprintf("other-group,%s,2,1\n", topic)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute")
+	wantOffsets(t, "--to-latest", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 5, 1: 7, 2: 2})
+	mustGroups(t, ExitOK, addr, "--reset-offsets", "--group", group, "--from-file", file, "--execute")
+	wantOffsets(t, "--from-file", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 4, 1: 4, 2: 2})
+
+	// A file naming a partition the topic lacks is refused; nothing changes.
+	if err := os.WriteFile(file, []byte(topic+",0,1\n"+topic+",9,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = mustGroups(t, ExitProblems, addr, "--reset-offsets", "--group", group, "--from-file", file, "--execute")
+	if !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	wantOffsets(t, "after a refused --from-file", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 4, 1: 4, 2: 2})
+}
+
+func TestParseOffsetsCSV(t *testing.T) {
+	got, err := parseOffsetsCSV("# x\n\nt,0,5\n g , t , 1 , 7 \nother,t,2,9\nu,3,-1\n", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(map[tp]int64{{"t", 0}: 5, {"t", 1}: 7, {"u", 3}: -1}) {
+		t.Errorf("got %v", got)
+	}
+	for _, in := range []string{"", "# only\n", "t,0\n", "t,x,1\n", "t,0,y\n", "t,-1,0\n", ",0,1\n", "t,0,1\nt,0,2\n", "a,b,c,d,e\n", "other,t,0,1\n"} {
+		if _, err := parseOffsetsCSV(in, "g"); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
 // TestGroupsListJSON lists groups with their states.
 func TestGroupsListJSON(t *testing.T) {
 	addr := groupsBroker(t)
@@ -502,6 +549,10 @@ func TestGroupsUsage(t *testing.T) {
 		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--all-groups"},
 		{"--bootstrap-server", "x:1", "--reset-offsets", "--all-groups", "--topic", "t", "--to-earliest"},
 		{"--bootstrap-server", "x:1", "--list", "--all-groups"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--from-file", "/nonexistent/x.csv"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--from-file", "/dev/null", "--topic", "t"},
+		{"--bootstrap-server", "x:1", "--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest", "--export", "--json"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--export"},
 		{"--bootstrap-server", "x:1", "--list", "--timeout", "0"},
 		{"--bootstrap-server", "x:1", "--list", "extra"},
 	} {
@@ -661,6 +712,8 @@ func TestPlanReset(t *testing.T) {
 		{resetScenario{kind: "to-current"}, p(10, 20, 15, -1), 15, false},
 		{resetScenario{kind: "to-current"}, p(10, 20, -1, -1), 20, false},
 		{resetScenario{kind: "to-current"}, p(10, 20, 3, -1), 10, true},
+		{resetScenario{kind: "from-file", file: map[tp]int64{{"t", 0}: 12}}, p(10, 20, 3, -1), 12, false},
+		{resetScenario{kind: "from-file", file: map[tp]int64{{"t", 0}: 25}}, p(10, 20, 3, -1), 20, true},
 	} {
 		plan, err := planReset(c.sc, []partitionOffsets{c.part})
 		if err != nil {
