@@ -137,7 +137,11 @@ func runGroups(c *cli.Context) error {
 	if err := cl.Ping(ctx); err != nil {
 		return failErr(fmt.Errorf("cannot reach a broker at %s: %w", c.String("bootstrap-server"), err))
 	}
-	if err := requireAPIs(ctx, cl, groupsAPIs[action]); err != nil {
+	apis := groupsAPIs[action]
+	if c.Bool("all-groups") {
+		apis = append([]int16{16}, apis...) // ListGroups
+	}
+	if err := requireAPIs(ctx, cl, apis); err != nil {
 		return err
 	}
 	r := &groupsRun{c: c, w: c.App.Writer, errw: c.App.ErrWriter, json: c.Bool("json"), group: c.String("group"), adm: kadm.NewClient(cl)}
@@ -185,8 +189,8 @@ func groupsAction(c *cli.Context) (string, error) {
 	if action == "list" && c.String("group") != "" {
 		return "", usageErr("--list takes no --group")
 	}
-	for flag, actions := range groupsFlagActions {
-		if c.IsSet(flag) && !strings.Contains(" "+actions+" ", " "+action+" ") {
+	for _, flag := range sortedKeys(groupsFlagActions) {
+		if actions := groupsFlagActions[flag]; c.IsSet(flag) && !strings.Contains(" "+actions+" ", " "+action+" ") {
 			return "", usageErr("--%s does not go with --%s", flag, action)
 		}
 	}
@@ -205,8 +209,9 @@ func groupsAction(c *cli.Context) (string, error) {
 // groupsFlagActions names the actions each action-specific flag goes with.
 var groupsFlagActions = map[string]string{
 	"all-topics": "reset-offsets", "to-earliest": "reset-offsets", "to-latest": "reset-offsets",
-	"to-datetime": "reset-offsets", "to-offset": "reset-offsets", "to-current": "reset-offsets", "by-duration": "reset-offsets", "from-file": "reset-offsets", "export": "reset-offsets", "shift-by": "reset-offsets",
-	"dry-run": "reset-offsets", "execute": "reset-offsets",
+	"to-current": "reset-offsets", "to-datetime": "reset-offsets", "by-duration": "reset-offsets",
+	"to-offset": "reset-offsets", "shift-by": "reset-offsets", "from-file": "reset-offsets",
+	"export": "reset-offsets", "dry-run": "reset-offsets", "execute": "reset-offsets",
 	"members": "describe", "verbose": "describe",
 	"state": "describe list", "all-groups": "describe delete",
 	"topic": "reset-offsets delete-offsets",
