@@ -45,6 +45,9 @@ func (s *Server) handleJoinGroup(c *conn, h *reqHeader, r *kmsg.JoinGroupRequest
 		return fill(joinResult{code: kerr.UnknownMemberID.Code, memberID: r.MemberID})
 	}
 	res, wait := g.join(r, h.clientID, clientHost(c))
+	if wait == nil && res.code != 0 {
+		s.groups.dropIfUnused(g)
+	}
 	g.mu.Unlock()
 	if wait == nil {
 		return fill(res)

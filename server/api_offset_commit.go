@@ -87,6 +87,7 @@ func (s *Server) handleOffsetCommit(r *kmsg.OffsetCommitRequest) kmsg.Response {
 		return setAll(kerr.IllegalGeneration.Code)
 	}
 	defer g.mu.Unlock()
+	defer s.groups.dropIfUnused(g)
 	if code := g.commitCheck(gen, r.MemberID, r.InstanceID); code != 0 {
 		return setAll(code)
 	}

@@ -82,6 +82,10 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"default.replication.factor", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.DefaultReplication)) }},
 	{"delete.topic.enable", kmsg.ConfigTypeBoolean, func(c *Config) string { return strconv.FormatBool(c.DeleteTopicEnable) }},
 	{"file.delete.delay.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.FileDeleteDelayMs) }},
+	{"group.initial.rebalance.delay.ms", kmsg.ConfigTypeInt, func(c *Config) string { return i64(c.GroupInitialRebalanceDelayMs) }},
+	{"group.max.session.timeout.ms", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.GroupMaxSessionTimeoutMs)) }},
+	{"group.max.size", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.GroupMaxSize)) }},
+	{"group.min.session.timeout.ms", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.GroupMinSessionTimeoutMs)) }},
 	{"log.cleaner.backoff.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.CleanerBackoffMs) }},
 	{"log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.CleanerDedupeBufferBytes) }},
 	{"log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.DeleteRetentionMs) }},
@@ -112,6 +116,11 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"node.id", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.NodeID)) }},
 	{"num.partitions", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.NumPartitions)) }},
 	{"num.recovery.threads.per.data.dir", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.RecoveryThreads)) }},
+	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.OffsetMetadataMaxBytes)) }},
+	{"offsets.retention.check.interval.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.OffsetsRetentionCheckMs) }},
+	{"offsets.retention.minutes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(c.OffsetsRetentionMs / 60000) }},
+	{"offsets.topic.num.partitions", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.OffsetsTopicNumPartitions)) }},
+	{"offsets.topic.segment.bytes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(c.OffsetsTopicSegmentBytes) }},
 	{"socket.request.max.bytes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.SocketRequestMaxBytes)) }},
 }
 

@@ -26,7 +26,10 @@
 // Advertised APIs (versions.go), all fully implemented: ApiVersions 0-3,
 // Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7,
 // DeleteTopics 0-6, CreatePartitions 0-3, DeleteRecords 0-2,
-// DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1.
+// DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, and the
+// group coordinator's FindCoordinator 0-4, JoinGroup 0-7, SyncGroup 0-5,
+// Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
+// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
 //
 // Topic configs (configdefs.go): the ones strata applies (cleanup.policy,
 // delete.retention.ms, flush.*, min/max.compaction.lag.ms,
@@ -100,4 +103,104 @@
 // each log is registered with its topic's effective cleanup.policy,
 // min.cleanable.dirty.ratio, min/max.compaction.lag.ms, delete.retention.ms
 // and segment.bytes (topic override, else the broker default).
+//
+// # Group coordinator
+//
+// The node coordinates every group (FindCoordinator names it for any group
+// id; NOT_COORDINATOR never happens). Groups follow Kafka's classic state
+// machine (group_state.go): Empty, PreparingRebalance, CompletingRebalance,
+// Stable, Dead. JoinGroup v4+ without a member id and without
+// group.instance.id is answered MEMBER_ID_REQUIRED with a new id
+// (client id + "-" + UUID) the client must rejoin with within its session
+// timeout. A join to an Empty group starts group.initial.rebalance.delay.ms
+// (default 3000); each member joining during that delay restarts it, never
+// past the largest rebalance timeout from the first join (Kafka instead
+// extends by whole delays). Otherwise the join phase ends as soon as every
+// member has rejoined, or at the largest rebalance timeout, dropping the
+// members that did not. Then the generation advances, the protocol is chosen
+// by vote (each member's most preferred protocol among those all members
+// support; INCONSISTENT_GROUP_PROTOCOL for a member sharing none, or of
+// another protocol type), the leader (the first member, or any remaining
+// one) gets the member list and every parked JoinGroup is answered. The
+// leader's SyncGroup stores the assignments (missing members get an empty
+// one), writes the group's metadata record and answers every parked
+// SyncGroup: the group is Stable. JoinGroup and SyncGroup park the
+// connection (it serves one request at a time, as Kafka mutes it); Close
+// releases them with COORDINATOR_NOT_AVAILABLE.
+//
+// Heartbeat answers REBALANCE_IN_PROGRESS while the group prepares a
+// rebalance, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; a
+// member without a heartbeat (or commit) for its session timeout is removed
+// and the group rebalances; members parked in JoinGroup or SyncGroup are
+// kept alive. Session timeouts outside group.min/max.session.timeout.ms are
+// INVALID_SESSION_TIMEOUT; group.max.size gives GROUP_MAX_SIZE_REACHED.
+// LeaveGroup removes members (v3+ in batches, by member or instance id). A
+// static member (group.instance.id) rejoining without its member id
+// replaces its old id (the old one is fenced); in a Stable group whose
+// selected protocol does not change it gets the current generation at once
+// and its old assignment, without a rebalance.
+//
+// OffsetCommit follows Kafka 2.8: generation -1 (or v0) to an unknown or
+// Empty group is a standalone commit (the group is created Empty, with no
+// protocol type); a group completing a rebalance answers
+// REBALANCE_IN_PROGRESS; otherwise the member must exist (UNKNOWN_MEMBER_ID)
+// and the generation match (ILLEGAL_GENERATION). Unknown partitions are
+// UNKNOWN_TOPIC_OR_PARTITION, metadata over offset.metadata.max.bytes
+// OFFSET_METADATA_TOO_LARGE. OffsetFetch answers offset -1 for partitions
+// without a commit; null topics (v2+) return every committed partition.
+// DescribeGroups shows members' metadata and assignments only when Stable
+// and an unknown group as Dead; DeleteGroups removes Empty groups
+// (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND); OffsetDelete refuses partitions of
+// topics the group's consumers subscribe to (GROUP_SUBSCRIBED_TO_TOPIC).
+//
+// # __consumer_offsets
+//
+// Offsets and group metadata live in Kafka's compacted internal topic
+// __consumer_offsets, created on the first FindCoordinator, commit or group
+// write (or by a Metadata lookup of it) with offsets.topic.num.partitions
+// partitions (default 50), cleanup.policy=compact and
+// segment.bytes=offsets.topic.segment.bytes (100 MiB). A group lives in
+// partition abs(javaHashCode(group)) % partitions (String.hashCode over
+// UTF-16 code units, Utils.abs(MIN_VALUE) = 0), so a Kafka data directory
+// and strata agree. Records, Kafka's formats (big-endian, each key and value
+// starting with its int16 version):
+//
+//	OffsetCommitKey v1     group STRING, topic STRING, partition INT32
+//	OffsetCommitValue v3   offset INT64, leader_epoch INT32, metadata STRING,
+//	                       commit_timestamp INT64
+//	OffsetCommitValue v1   offset INT64, metadata STRING, commit_timestamp
+//	                       INT64, expire_timestamp INT64 (a v2-v4 commit with
+//	                       a retention time)
+//	GroupMetadataKey v2    group STRING
+//	GroupMetadataValue v3  protocol_type STRING, generation INT32,
+//	                       protocol NULLABLE_STRING, leader NULLABLE_STRING,
+//	                       current_state_timestamp INT64, members [member_id
+//	                       STRING, group_instance_id NULLABLE_STRING,
+//	                       client_id STRING, client_host STRING,
+//	                       rebalance_timeout INT32, session_timeout INT32,
+//	                       subscription BYTES, assignment BYTES]
+//
+// A null value is a tombstone (offset or group deleted). A commit appends
+// one uncompressed batch with a record per partition to the group's
+// partition and is answered after the append (fsync per the topic's flush
+// settings); group metadata is written when a rebalance completes (Stable,
+// or Empty when the last member left) and when a static member is
+// replaced. Clients cannot produce to the topic (INVALID_TOPIC_EXCEPTION);
+// Metadata shows it with is_internal. The cleaner compacts it like any
+// compacted topic; strata dumplog --offsets-decoder prints its records.
+//
+// At start an existing __consumer_offsets is read back partition by partition
+// in the background (its partition count wins over the setting): the last
+// record per key wins, tombstones delete; groups with members come back
+// Stable at their generation with fresh session timers (members that do not
+// heartbeat expire), others Empty. Until its partition is loaded a group's
+// requests answer COORDINATOR_LOAD_IN_PROGRESS. Every
+// offsets.retention.check.interval.ms, offsets.retention.minutes (default
+// 7 days) expires offsets of groups without members, as Kafka 2.1+: a
+// consumer group's once it has been Empty that long, a standalone group's
+// per commit (or at a v2-v4 commit's expire time); tombstones are written
+// and a group left with no offsets is removed with a metadata tombstone.
+//
+// Each completed rebalance is logged with the time from the last JoinGroup
+// received to the last SyncGroup answered (Server.RebalanceStats).
 package server

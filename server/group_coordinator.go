@@ -124,6 +124,16 @@ func (co *coordinator) remove(g *group) {
 	co.mu.Unlock()
 }
 
+// dropIfUnused removes a group that a failed request created and that holds
+// nothing: no members, ids handed out, offsets or generation (g.mu held).
+func (co *coordinator) dropIfUnused(g *group) {
+	if g.state == groupEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 &&
+		g.generation == 0 && g.protocolType == "" {
+		g.setState(groupDead)
+		co.remove(g)
+	}
+}
+
 // sortedGroups returns every group, sorted by id.
 func (co *coordinator) sortedGroups() []*group {
 	co.mu.Lock()

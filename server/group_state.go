@@ -418,8 +418,9 @@ func (g *group) addMember(id string, r *kmsg.JoinGroupRequest, clientID, host st
 
 // replaceStatic gives a static member that rejoined without its member id
 // a new one, fencing the old id (Kafka's updateStaticMemberAndRebalance).
-// In a Stable group with unchanged protocols it gets the current generation
-// at once, with the old leader id so that nobody reassigns.
+// In a Stable group whose selected protocol its new protocols do not change
+// it gets the current generation at once (its old assignment follows in
+// SyncGroup), with the old leader id so that nobody reassigns.
 func (g *group) replaceStatic(old *member, id string, r *kmsg.JoinGroupRequest, clientID, host string) (joinResult, <-chan joinResult) {
 	if old.joinCh != nil {
 		old.joinCh <- joinResult{code: kerr.FencedInstanceID.Code, memberID: old.id, generation: -1}
@@ -435,7 +436,6 @@ func (g *group) replaceStatic(old *member, id string, r *kmsg.JoinGroupRequest, 
 	oldLeader := g.leader
 	m := &member{id: id, instanceID: r.InstanceID, clientID: clientID, clientHost: host,
 		assignment: old.assignment, lastHB: time.Now()}
-	same := old.sameProtocols(r.Protocols)
 	g.update(m, r)
 	delete(g.members, old.id)
 	g.members[id] = m
@@ -444,7 +444,7 @@ func (g *group) replaceStatic(old *member, id string, r *kmsg.JoinGroupRequest, 
 		g.leader = id
 	}
 	g.co.log.Info("static member replaced", "group", g.id, "instance", *r.InstanceID, "old", old.id, "new", id)
-	if g.state == groupStable && same {
+	if g.state == groupStable && g.selectProtocol() == g.protocol {
 		g.scheduleSession(m, m.sessionTimeout)
 		if code := g.co.storeGroup(g); code != 0 {
 			return joinResult{code: code, memberID: id, generation: -1}, nil
