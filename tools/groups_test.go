@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -652,5 +653,24 @@ func TestGroupsDescribeKcatMember(t *testing.T) {
 			t.Fatalf("kcat member never showed up with its commits: %+v", v)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestGroupsRequireAPIs: an action whose request the broker does not list
+// in ApiVersions is refused up front (exit 2), naming the request.
+// strata's broker has the group APIs but not InitProducerID (key 22).
+func TestGroupsRequireAPIs(t *testing.T) {
+	if os.Getenv("STRATA_GROUPS_BROKER") != "" {
+		t.Skip("relies on strata's ApiVersions table")
+	}
+	addr := groupsBroker(t)
+	cl, _ := adminFor(t, addr)
+	if err := requireAPIs(groupsCtx(t), cl, groupsAPIs["reset-offsets"]); err != nil {
+		t.Fatalf("strata's broker lacks a group API: %v", err)
+	}
+	err := requireAPIs(groupsCtx(t), cl, []int16{16, 22})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "InitProducerID (key 22)") || strings.Contains(err.Error(), "ListGroups") {
+		t.Fatalf("got %v", err)
 	}
 }
