@@ -22,7 +22,7 @@ func groupsCommand() *cli.Command {
 		Name:  "groups",
 		Usage: "list, describe, reset or delete consumer groups on a running broker (kafka-consumer-groups.sh)",
 		UsageText: "strata groups --bootstrap-server HOST:PORT --list [--state] [--json]\n" +
-			"   strata groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members [--verbose] | --state] [--json]\n" +
+			"   strata groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--offsets | --members [--verbose] | --state] [--json]\n" +
 			"   strata groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)\n" +
 			"        (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss |\n" +
 			"         --by-duration PnDTnHnMnS | --to-offset N | --shift-by N | --from-file CSV)\n" +
@@ -76,6 +76,7 @@ it (does not exist, has members, ...), 2 usage error or the broker cannot be rea
 			&cli.BoolFlag{Name: "export", Usage: "reset: print the plan as CSV (topic,partition,offset) for --from-file"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "reset: only print the plan (the default)"},
 			&cli.BoolFlag{Name: "execute", Usage: "reset: commit the planned offsets"},
+			&cli.BoolFlag{Name: "offsets", Usage: "describe: offsets and lag per partition (the default view)"},
 			&cli.BoolFlag{Name: "members", Usage: "describe: the group's members"},
 			&cli.BoolFlag{Name: "state", Usage: "describe: the group's state; list: add each group's state"},
 			&cli.BoolFlag{Name: "verbose", Usage: "describe --members: each member's assignment too"},
@@ -194,8 +195,8 @@ func groupsAction(c *cli.Context) (string, error) {
 			return "", usageErr("--%s does not go with --%s", flag, action)
 		}
 	}
-	if c.Bool("members") && c.Bool("state") {
-		return "", usageErr("--members and --state: give at most one")
+	if n := btoi(c.Bool("offsets")) + btoi(c.Bool("members")) + btoi(c.Bool("state")); n > 1 && action == "describe" {
+		return "", usageErr("--offsets, --members and --state: give at most one")
 	}
 	if c.Bool("verbose") && !c.Bool("members") {
 		return "", usageErr("--verbose goes with --describe --members")
@@ -206,13 +207,20 @@ func groupsAction(c *cli.Context) (string, error) {
 	return action, nil
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // groupsFlagActions names the actions each action-specific flag goes with.
 var groupsFlagActions = map[string]string{
 	"all-topics": "reset-offsets", "to-earliest": "reset-offsets", "to-latest": "reset-offsets",
 	"to-current": "reset-offsets", "to-datetime": "reset-offsets", "by-duration": "reset-offsets",
 	"to-offset": "reset-offsets", "shift-by": "reset-offsets", "from-file": "reset-offsets",
 	"export": "reset-offsets", "dry-run": "reset-offsets", "execute": "reset-offsets",
-	"members": "describe", "verbose": "describe",
+	"members": "describe", "verbose": "describe", "offsets": "describe",
 	"state": "describe list", "all-groups": "describe delete",
 	"topic": "reset-offsets delete-offsets",
 }

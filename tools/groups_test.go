@@ -214,6 +214,9 @@ func TestGroupsDescribeResetDelete(t *testing.T) {
 
 	// Describe while the member runs.
 	r := mustGroups(t, ExitOK, addr, "--describe", "--group", group)
+	if r2 := mustGroups(t, ExitOK, addr, "--describe", "--group", group, "--offsets"); r2.stdout != r.stdout {
+		t.Errorf("--offsets differs from the default view:\n%s\n%s", r2.stdout, r.stdout)
+	}
 	rows := tableRows(r.stdout)
 	wantHead := "GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID"
 	if strings.Join(rows[0], " ") != wantHead {
@@ -516,6 +519,8 @@ func TestGroupsUsage(t *testing.T) {
 		{"--bootstrap-server", "x:1", "--delete"},
 		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--to-earliest"},
 		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--members", "--state"},
+		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--offsets", "--members"},
+		{"--bootstrap-server", "x:1", "--list", "--offsets"},
 		{"--bootstrap-server", "x:1", "--describe", "--group", "g", "--verbose"},
 		{"--bootstrap-server", "x:1", "--delete", "--group", "g", "--topic", "t"},
 		{"--bootstrap-server", "x:1", "--delete-offsets", "--group", "g"},
