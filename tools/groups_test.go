@@ -265,6 +265,10 @@ func TestGroupsDescribeResetDelete(t *testing.T) {
 	if !strings.Contains(r.stderr, "NON_EMPTY_GROUP") {
 		t.Errorf("delete refusal: %s", r.stderr)
 	}
+	r = mustGroups(t, ExitProblems, addr, "--delete-offsets", "--group", group, "--topic", topic+":0")
+	if !strings.Contains(r.stdout+r.stderr, "GROUP_SUBSCRIBED_TO_TOPIC") {
+		t.Errorf("delete-offsets of a subscribed topic:\n%s%s", r.stdout, r.stderr)
+	}
 	wantOffsets(t, "after the refusals", committedOf(describeJSON(t, addr, group), topic), map[int32]int64{0: 5, 1: 3})
 
 	cons.Close() // leaves the group
