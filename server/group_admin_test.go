@@ -170,3 +170,35 @@ func TestGroupAdminAPIs(t *testing.T) {
 		t.Fatalf("g-solo offsets after DeleteGroups: %v", got)
 	}
 }
+
+// TestGroupFencedInstance: a static member rejoining without its member id
+// gets a new id in the same generation; requests carrying the instance id
+// with the old member id are FENCED_INSTANCE_ID.
+func TestGroupFencedInstance(t *testing.T) {
+	s := startGroupServer(t, t.TempDir())
+	createTopic(t, s, "errs", 1)
+	c := dialRaw(t, s)
+	inst := "inst-1"
+	jr := joinReq(5, "g-fence", "")
+	jr.InstanceID = &inst
+	j1 := c.roundTrip(jr, 1).(*kmsg.JoinGroupResponse) // static: no MEMBER_ID_REQUIRED step
+	wantCode(t, "static join", j1.ErrorCode, nil)
+	sr := syncReq("g-fence", j1.MemberID, j1.Generation, map[string][]byte{j1.MemberID: []byte("p0")})
+	sr.InstanceID = &inst
+	wantCode(t, "sync", c.roundTrip(sr, 2).(*kmsg.SyncGroupResponse).ErrorCode, nil)
+
+	j2 := c.roundTrip(jr, 3).(*kmsg.JoinGroupResponse)
+	if j2.ErrorCode != 0 || j2.MemberID == j1.MemberID || j2.Generation != j1.Generation {
+		t.Fatalf("static rejoin: error %d member %q generation %d (was %q, %d)", j2.ErrorCode, j2.MemberID, j2.Generation, j1.MemberID, j1.Generation)
+	}
+	sr2 := syncReq("g-fence", j2.MemberID, j2.Generation, nil)
+	sr2.InstanceID = &inst
+	if r := c.roundTrip(sr2, 4).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "p0" {
+		t.Fatalf("sync of the new id: %+v, want the old assignment", r)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = 3, "g-fence", j1.MemberID, j1.Generation, &inst
+	wantCode(t, "heartbeat of the replaced id", c.roundTrip(hb, 5).(*kmsg.HeartbeatResponse).ErrorCode, kerr.FencedInstanceID)
+	hb.MemberID = j2.MemberID
+	wantCode(t, "heartbeat of the new id", c.roundTrip(hb, 6).(*kmsg.HeartbeatResponse).ErrorCode, nil)
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func TestGroupCommitsSurviveRestart(t *testing.T) {
 // and every produced record is consumed at least once.
 func TestGroupDeliveryAcrossRebalances(t *testing.T) {
 	s := startGroupServer(t, t.TempDir())
-	const parts, n = 6, 600
+	const parts = 6
 	createTopic(t, s, "churn", parts)
 	prod := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 
@@ -137,22 +138,43 @@ func TestGroupDeliveryAcrossRebalances(t *testing.T) {
 		members = append(members, m)
 		return m
 	}
+	// Records flow the whole time: a alone, a+b, a+b+c, a+c.
 	start("a")
-	done := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan error, 1)
+	n := 0
 	go func() {
-		defer close(done)
-		for i := 0; i < n; i += 30 {
-			produceSpread(t, prod, "churn", parts, 30, i)
-			time.Sleep(20 * time.Millisecond)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			r := &kgo.Record{Topic: "churn", Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%d", i)}
+			if err := prod.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				done <- err
+				return
+			}
+			n++
+			if i%parts == parts-1 {
+				time.Sleep(5 * time.Millisecond)
+			}
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	b := start("b")
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
 	start("c")
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
 	b.close()
-	<-done
+	time.Sleep(400 * time.Millisecond)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n < 60 {
+		t.Fatalf("only %d records produced", n)
+	}
 	seen := map[[2]int64]int{}
 	waitFor(t, 30*time.Second, "every record consumed", func() bool {
 		clear(seen)
