@@ -50,6 +50,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			verifyCommand(),
 			recoverCommand(),
 			compactCommand(),
+			groupsCommand(),
 		},
 		HideVersion:          true,
 		EnableBashCompletion: false,
