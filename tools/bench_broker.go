@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -55,6 +56,7 @@ Examples:
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
+			&cli.StringFlag{Name: "trace", Usage: "write a runtime execution trace of the whole process to FILE"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		},
 		Action: runBenchBroker,
@@ -105,6 +107,8 @@ type BenchBrokerFigures struct {
 	ConsumeSeconds        float64   `json:"consume_seconds"`
 	ConsumeRecordsPerSec  float64   `json:"consume_records_per_sec"`
 	ConsumeMBps           float64   `json:"consume_mb_per_sec"`
+	ProduceCPUSeconds     float64   `json:"produce_cpu_seconds"`
+	ConsumeCPUSeconds     float64   `json:"consume_cpu_seconds"`
 	LatencyRecords        int       `json:"latency_records"`
 	LatencyP50Ms          float64   `json:"latency_p50_ms"`
 	LatencyP99Ms          float64   `json:"latency_p99_ms"`
@@ -152,6 +156,17 @@ func runBenchBroker(c *cli.Context) error {
 			return failErr(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if p := c.String("trace"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return failErr(err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return failErr(err)
+		}
+		defer trace.Stop()
 	}
 	res := BenchBrokerResult{
 		Bootstrap: cfg.bootstrap, InProcess: cfg.bootstrap == "", Records: cfg.records, RecordSize: cfg.recordSize,
@@ -211,7 +226,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 		defer srv.Close()
 		boot = srv.Addr().String()
 	}
-	var prodS, prodR, prodMB, consS, consR, consMB, p50, p99, p999, pmax, lim []float64
+	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
 	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
 		l, err := loopbackLimit(256 << 20)
@@ -229,6 +244,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 		consS = append(consS, r.consume.Seconds())
 		consR = append(consR, float64(cfg.records)/r.consume.Seconds())
 		consMB = append(consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
+		prodCPU, consCPU = append(prodCPU, r.produceCPU.Seconds()), append(consCPU, r.consumeCPU.Seconds())
 		p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
 		figs.LatencyRecords = r.latencyRecords
 	}
@@ -239,6 +255,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(prodS), median(prodR), median(prodMB)
 	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(consS), median(consR), median(consMB)
 	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
+	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(prodCPU), median(consCPU)
 	figs.LimitLoopbackMBps = median(lim)
 	if figs.LimitLoopbackMBps > 0 {
 		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
@@ -275,6 +292,8 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
+		fmt.Fprintf(w, "    process CPU: produce %.2f s (%.2f cores), consume %.2f s (%.2f cores)\n",
+			m.ProduceCPUSeconds, m.ProduceCPUSeconds/m.ProduceSeconds, m.ConsumeCPUSeconds, m.ConsumeCPUSeconds/m.ConsumeSeconds)
 		if m.LatencyRecords > 0 {
 			fmt.Fprintf(w, "    latency  at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records)\n",
 				res.LatencyRate, m.LatencyP50Ms, m.LatencyP99Ms, m.LatencyP999Ms, m.LatencyMaxMs, m.LatencyRecords)

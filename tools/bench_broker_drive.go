@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
 // latencyStampSize is the send time (ns since the phase began) and the
@@ -25,9 +26,10 @@ const latencyWarmup = 500 * time.Millisecond
 
 // benchRun is one run's measurements.
 type benchRun struct {
-	produce, consume    time.Duration
-	latencyRecords      int
-	p50, p99, p999, max float64 // milliseconds
+	produce, consume       time.Duration
+	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
+	latencyRecords         int
+	p50, p99, p999, max    float64 // milliseconds
 }
 
 // benchBrokerRun produces and consumes cfg.records on topic, then measures
@@ -35,12 +37,15 @@ type benchRun struct {
 func benchBrokerRun(cfg benchBrokerConfig, boot, topic string, bar *progress) (benchRun, error) {
 	var r benchRun
 	var err error
+	cpu0 := processCPU()
 	if r.produce, err = benchProduce(cfg, boot, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("produce: %w", err))
 	}
+	cpu1 := processCPU()
 	if r.consume, err = benchConsume(cfg, boot, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("consume: %w", err))
 	}
+	r.produceCPU, r.consumeCPU = cpu1-cpu0, processCPU()-cpu1
 	if cfg.latencySeconds > 0 {
 		lats, err := benchLatency(cfg, boot, topic+"-latency")
 		if err != nil {
@@ -285,6 +290,15 @@ func benchLatency(cfg benchBrokerConfig, boot, topic string) ([]time.Duration, e
 		return nil, err
 	}
 	return lats, nil
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // quantileMs is the q-quantile of ds in milliseconds (nearest rank; ds is
