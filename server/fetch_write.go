@@ -96,10 +96,6 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 	c.wbuf = b
 
 	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if len(cuts) > 0 {
-		c.cork(true)
-		defer c.cork(false)
-	}
 	prev := 0
 	for _, cut := range cuts {
 		if _, err := c.nc.Write(b[prev:cut.at]); err != nil {
@@ -130,27 +126,6 @@ func appendString(b []byte, s string, flex bool) []byte {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 	}
 	return append(b, s...)
-}
-
-// cork sets TCP_CORK while a response goes out in pieces (frame header,
-// sendfile, tail), so the client receives full segments instead of waking
-// for a 60-byte header and again for a 3-byte tail; uncorking pushes what is
-// left at once.
-func (c *conn) cork(on bool) {
-	if c.tcp == nil {
-		return
-	}
-	sc, err := c.tcp.SyscallConn()
-	if err != nil {
-		return
-	}
-	v := 0
-	if on {
-		v = 1
-	}
-	_ = sc.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, v)
-	})
 }
 
 // sendRegion writes a file region to the connection with sendfile(2) at an
