@@ -156,3 +156,64 @@ func TestSnapshotReadsDeletedSegment(t *testing.T) {
 		}
 	})
 }
+
+// TestReadStopsAtSnapshotEnd: a read never returns a batch at or past the
+// snapshot's log end offset, even while the writer appends. The broker sends
+// the high watermark it loads after the read; a batch beyond it would let a
+// client fetch past the log end and get OFFSET_OUT_OF_RANGE (franz-go then
+// reports lost records), which strata bench broker hit on a busy machine.
+func TestReadStopsAtSnapshotEnd(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		l, err := Open(dir, &Options{FS: fsys, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		var reads atomic.Int64
+		for r := 0; r < 2; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var buf []byte
+				for !stop.Load() {
+					v := l.Snapshot()
+					if v.End == 0 {
+						continue
+					}
+					reg, err := v.Read(v.End-1, 1<<20)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					buf, err = reg.ReadInto(buf)
+					reg.Release()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					it := record.NewIterator(buf, record.ScanOptions{})
+					for it.Next() {
+						if h := it.Header(); h.LastOffset >= v.End {
+							t.Errorf("read at %d returned offsets up to %d, past the snapshot's end %d", v.End-1, h.LastOffset, v.End)
+							return
+						}
+					}
+					reads.Add(1)
+				}
+			}()
+		}
+		b := makeBatch(t, 0, 1, 1, record.CodecNone, 10)
+		for i := 0; i < 50000 && !t.Failed(); i++ {
+			if _, err := l.Append(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop.Store(true)
+		wg.Wait()
+		if reads.Load() == 0 {
+			t.Fatal("readers read nothing")
+		}
+	})
+}

@@ -52,7 +52,7 @@ func (v Snapshot) Read(offset, maxBytes int64) (Region, error) {
 		if !s.acquire() {
 			return Region{}, fmt.Errorf("%w: %s", ErrSegmentGone, s.Path(LogSuffix))
 		}
-		r, ok, err := s.read(offset, maxBytes)
+		r, ok, err := s.read(offset, maxBytes, v.End)
 		if err != nil || !ok {
 			s.release()
 			if err != nil {

@@ -40,8 +40,10 @@ func (s *Segment) append(buf []byte) error {
 	}
 	s.indexesSynced.Store(false)
 	s.maxTs.Store(maxTs)
-	s.size.Store(pos + int64(len(buf)))
+	// next before size: a reader that sees the new size also sees the new
+	// next (see read), so it can tell when the bytes run past its log end.
 	s.next.Store(last + 1)
+	s.size.Store(pos + int64(len(buf)))
 	return nil
 }
 

@@ -123,14 +123,27 @@ func (r *Region) ReadInto(dst []byte) ([]byte, error) {
 }
 
 // read builds the region of this segment starting at the entry holding target,
-// at most maxBytes long but always holding the first entry whole. ok is false
-// when the segment has nothing at or after target. The caller holds a reference.
-func (s *Segment) read(target int64, maxBytes int64) (Region, bool, error) {
-	next := s.next.Load()
-	if target >= next {
+// at most maxBytes long but always holding the first entry whole, and holding
+// no entry at or past end (the reader's log end offset). ok is false when the
+// segment has nothing at or after target. The caller holds a reference.
+func (s *Segment) read(target, maxBytes, end int64) (Region, bool, error) {
+	if target >= s.next.Load() {
 		return Region{}, false, nil
 	}
 	size := s.size.Load()
+	// append stores next before size, so this next covers every entry below
+	// size. Past end means appends raced the reader after it took end: stop
+	// at the first entry they added, or a client told the high watermark end
+	// would get offsets beyond it and fetch past the log end.
+	if s.next.Load() > end {
+		p, _, ok, err := s.find(end, size)
+		if err != nil {
+			return Region{}, false, err
+		}
+		if ok {
+			size = p
+		}
+	}
 	pos, h, ok, err := s.find(target, size)
 	if err != nil || !ok {
 		return Region{}, ok, err

@@ -1,0 +1,74 @@
+package tools
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stratalog/strata/server"
+)
+
+// TestBenchBrokerInProcess runs strata bench broker small against its own
+// broker, both validation modes, and checks the JSON figures.
+func TestBenchBrokerInProcess(t *testing.T) {
+	out, errOut, code := run(t, "bench", "broker", "--records", "3000", "--runs", "1", "--latency-seconds", "0.3", "--latency-rate", "2000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res BenchBrokerResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !res.InProcess || len(res.Modes) != 2 || res.Modes[0].Validation != "full" || res.Modes[1].Validation != "header" {
+		t.Fatalf("modes: %+v", res)
+	}
+	for _, m := range res.Modes {
+		checkBenchFigures(t, m, 3000)
+	}
+}
+
+// TestBenchBrokerExternal drives a broker it did not start, as it would
+// kfake or Kafka: the topics are created with CreateTopics.
+func TestBenchBrokerExternal(t *testing.T) {
+	cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(), "auto.create.topics.enable=false"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.Start(cfg, &server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "2000", "--record-size", "50", "--runs", "2", "--latency-seconds", "0.3", "--latency-rate", "2000")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"validation external", "produce", "consume", "latency  at 2000 records/s", srv.Addr().String()} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--validation", "both"); code != ExitUsage {
+		t.Errorf("--validation both with --bootstrap-server: exit %d (%s)", code, errOut)
+	}
+	if _, _, code := run(t, "bench", "broker", "--record-size", "8"); code != ExitUsage {
+		t.Errorf("--record-size 8: exit %d", code)
+	}
+}
+
+func checkBenchFigures(t *testing.T, m BenchBrokerFigures, records int64) {
+	t.Helper()
+	switch {
+	case m.ProduceRecordsPerSec <= 0 || m.ConsumeRecordsPerSec <= 0 || m.ProduceMBps <= 0 || m.ConsumeMBps <= 0:
+		t.Errorf("%s: throughput %+v", m.Validation, m)
+	case m.LimitLoopbackMBps <= 0 || m.ProduceVsLimit <= 0:
+		t.Errorf("%s: loopback limit %+v", m.Validation, m)
+	case m.LatencyRecords != 600 || m.LatencyP50Ms <= 0 || m.LatencyP99Ms < m.LatencyP50Ms || m.LatencyP999Ms < m.LatencyP99Ms:
+		t.Errorf("%s: latency %+v", m.Validation, m)
+	}
+	if got := m.ProduceRecordsPerSec * m.ProduceSeconds; got < float64(records)*0.99 || got > float64(records)*1.01 {
+		t.Errorf("%s: rate x seconds = %.0f records, want %d", m.Validation, got, records)
+	}
+}
