@@ -32,6 +32,7 @@ type Config struct {
 	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
 	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000)
 	ShutdownTimeoutMs     int64      // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
+	MaxPartitionsPerTopic int32      // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
 	RetentionCheckMs      int64      // log.retention.check.interval.ms (default 300000)
 	TimestampType         string     // log.message.timestamp.type: CreateTime (default) or LogAppendTime
 	CleanupPolicy         string     // log.cleanup.policy: delete (default), compact or both
@@ -98,6 +99,7 @@ func DefaultConfig() *Config {
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
 		ConnectionsMaxIdleMs:  600000,
 		ShutdownTimeoutMs:     30000,
+		MaxPartitionsPerTopic: DefaultMaxPartitionsPerTopic,
 		RetentionCheckMs:      300000,
 		TimestampType:         "CreateTime",
 		CleanupPolicy:         "delete",
@@ -383,6 +385,10 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
 	case "strata.shutdown.timeout.ms":
 		c.ShutdownTimeoutMs, err = strconv.ParseInt(v, 10, 64)
+	case "strata.max.partitions.per.topic":
+		var n int64
+		n, err = strconv.ParseInt(v, 10, 32)
+		c.MaxPartitionsPerTopic = int32(n)
 	case "log.flush.offset.checkpoint.interval.ms":
 		c.CheckpointIntervalMs, err = strconv.ParseInt(v, 10, 64)
 	case "num.recovery.threads.per.data.dir":
@@ -429,6 +435,8 @@ func (c *Config) Validate() error {
 		return bad("no log.dirs")
 	case c.NumPartitions < 1:
 		return bad("num.partitions %d must be positive", c.NumPartitions)
+	case c.MaxPartitionsPerTopic < 1 || c.NumPartitions > c.MaxPartitionsPerTopic:
+		return bad("strata.max.partitions.per.topic %d must be positive and at least num.partitions %d", c.MaxPartitionsPerTopic, c.NumPartitions)
 	case c.DefaultReplication != 1:
 		return bad("default.replication.factor %d: a single node serves only 1", c.DefaultReplication)
 	case c.SegmentBytes < 14 || c.SegmentBytes > math.MaxInt32:

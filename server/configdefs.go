@@ -113,6 +113,7 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"num.partitions", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.NumPartitions)) }},
 	{"num.recovery.threads.per.data.dir", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.RecoveryThreads)) }},
 	{"socket.request.max.bytes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.SocketRequestMaxBytes)) }},
+	{"strata.max.partitions.per.topic", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.MaxPartitionsPerTopic)) }},
 }
 
 func brokerConfig(name string) *brokerConfigDef {

@@ -38,6 +38,9 @@
 // table and applied to the live logs (segment.Log.Reconfigure, the cleaner
 // registration, the produce flags); flush.ms applies at the next start.
 // Broker configs are static: describable, not alterable (INVALID_REQUEST).
+// CreateTopics and CreatePartitions asking for more partitions than
+// strata.max.partitions.per.topic (default 10000) fail with
+// INVALID_PARTITIONS before anything is allocated (partition_cap.go).
 // One file per API: api_<name>.go.
 //
 // # Produce and Fetch
