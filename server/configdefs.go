@@ -46,7 +46,7 @@ var topicConfigDefs = []configDef{
 		func(v string) error { _, err := parseCleanupPolicy(v); return err }},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, "how long tombstones are kept on compacted topics", checkLong(0, math.MaxInt64)},
 	{"flush.messages", "log.flush.interval.messages", kmsg.ConfigTypeLong, "fsync after this many messages", checkLong(1, math.MaxInt64)},
-	{"flush.ms", "log.flush.interval.ms", kmsg.ConfigTypeLong, "fsync after this many ms (applies at the next start)", checkLong(1, math.MaxInt64)},
+	{"flush.ms", "log.flush.interval.ms", kmsg.ConfigTypeLong, "fsync when the oldest unflushed append is this old", checkLong(1, math.MaxInt64)},
 	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", kmsg.ConfigTypeLong, "longest a record stays uncompacted", checkLong(1, math.MaxInt64)},
 	{"message.timestamp.type", "log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime or LogAppendTime", checkTimestampType},
 	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", kmsg.ConfigTypeDouble, "dirty ratio that makes a log eligible for cleaning", checkRatio},

@@ -36,7 +36,7 @@
 // ...) are accepted and stored but not applied; any other name is
 // INVALID_CONFIG in the alter APIs. Altered overrides are written to the topic
 // table and applied to the live logs (segment.Log.Reconfigure, the cleaner
-// registration, the produce flags); flush.ms applies at the next start.
+// registration, the produce flags), flush.ms included.
 // Broker configs are static: describable, not alterable (INVALID_REQUEST).
 // CreateTopics and CreatePartitions asking for more partitions than
 // strata.max.partitions.per.topic (default 10000) fail with

@@ -22,7 +22,7 @@ func (ts *topicStore) topicConfigs(name string) (map[string]string, bool) {
 // setConfigs replaces topic name's overrides with configs (AlterConfigs and,
 // after merging, IncrementalAlterConfigs): names and values are checked,
 // the topic table is rewritten, and the new settings are applied to the live
-// logs (segment.*, retention.*, flush.messages through Log.Reconfigure; the
+// logs (segment.*, retention.*, flush.* through Log.Reconfigure; the
 // cleaner's settings by registering again; produce flags at once).
 //
 // Names and values are checked for the names in changed (all when nil).
