@@ -67,11 +67,15 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		return kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
 	case len(recs) == 0:
 		return kerr.InvalidRecord.Code, "no record batch"
-	case len(recs) > int(s.cfg.MessageMaxBytes):
-		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds message.max.bytes %d", len(recs), s.cfg.MessageMaxBytes)
+	}
+	if code, msg := s.checkBatchSize(t, len(recs)); code != 0 {
+		return code, msg
 	}
 	code, msg := validateProduceBatch(c, req.Version, recs, s.cfg.ProduceValidation == "full", t.compacted.Load())
 	if code != 0 {
+		return code, msg
+	}
+	if recs, code, msg = s.applyTopicCodec(c, t, recs); code != 0 {
 		return code, msg
 	}
 	b := record.Batch(recs)

@@ -56,7 +56,11 @@ type Config struct {
 	// "header" (trust a compressed batch after its header and CRC checks,
 	// except on compacted topics, whose records must be checked for keys).
 	ProduceValidation string
-	Unknown           []string // keys seen but not understood (warned about)
+	// CompressionType is compression.type, the default of the topic config:
+	// producer (default: batches stored as sent), uncompressed, gzip,
+	// snappy, lz4 or zstd.
+	CompressionType string
+	Unknown         []string // keys seen but not understood (warned about)
 }
 
 // Listener is one PLAINTEXT://host:port endpoint.
@@ -104,6 +108,7 @@ func DefaultConfig() *Config {
 		TimestampType:         "CreateTime",
 		CleanupPolicy:         "delete",
 		ProduceValidation:     "full",
+		CompressionType:       "producer",
 		CheckpointIntervalMs:  60000,
 		RecoveryThreads:       2,
 		DeleteTopicEnable:     true,
@@ -381,6 +386,8 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.CleanupPolicy = v
 	case "strata.produce.validation":
 		c.ProduceValidation = v
+	case "compression.type":
+		c.CompressionType = v
 	case "log.retention.check.interval.ms":
 		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
 	case "strata.shutdown.timeout.ms":
@@ -467,6 +474,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseCleanupPolicy(c.CleanupPolicy); err != nil {
 		return bad("log.cleanup.policy: %v", err)
+	}
+	if err := checkCompressionType(c.CompressionType); err != nil {
+		return bad("compression.type %q: %v", c.CompressionType, err)
 	}
 	if c.ProduceValidation != "full" && c.ProduceValidation != "header" {
 		return bad("strata.produce.validation %q: want full or header", c.ProduceValidation)

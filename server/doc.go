@@ -29,11 +29,12 @@
 // DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1.
 //
 // Topic configs (configdefs.go): the ones strata applies (cleanup.policy,
-// delete.retention.ms, flush.*, min/max.compaction.lag.ms,
-// message.timestamp.type, min.cleanable.dirty.ratio, retention.*,
-// segment.bytes, segment.ms) are described with their broker synonym as
-// default; other Kafka topic configs (compression.type, max.message.bytes,
-// ...) are accepted and stored but not applied; any other name is
+// compression.type, delete.retention.ms, flush.*, max.message.bytes,
+// min/max.compaction.lag.ms, message.timestamp.type,
+// min.cleanable.dirty.ratio, retention.*, segment.bytes, segment.ms) are
+// described with their broker synonym as default; other Kafka topic configs
+// (compression.*.level, min.insync.replicas, ...) are accepted and stored but
+// not applied; any other name is
 // INVALID_CONFIG in the alter APIs. Altered overrides are written to the topic
 // table and applied to the live logs (segment.Log.Reconfigure, the cleaner
 // registration, the produce flags), flush.ms included.
@@ -46,7 +47,8 @@
 // # Produce and Fetch
 //
 // Produce takes exactly one magic-2 batch per partition, checks its size
-// against message.max.bytes, its framing and CRC, and decompresses it to
+// against the topic's max.message.bytes (else the broker's
+// message.max.bytes), its framing and CRC, and decompresses it to
 // check records as Kafka's LogValidator does, then appends it unchanged but
 // for the base offset (patched by the log) and the partition leader epoch,
 // neither covered by the CRC. On topics with
@@ -54,6 +56,11 @@
 // time (CRC recomputed); on compacted topics (cleanup.policy=compact) every
 // record must have a key. strata.produce.validation=header trusts compressed
 // batches after the header and CRC checks (except on compacted topics).
+// When the topic's compression.type (default: the broker's, "producer") is
+// a codec other than the batch's, the batch is recompressed to it before the
+// append, as Kafka's LogValidator does: same header fields and record bytes,
+// new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
+// exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).
 //
 // Fetch responses are framed by hand (fetch_write.go): everything but the
 // record bytes is encoded into a buffer, the frame size is computed up front

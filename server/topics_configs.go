@@ -59,6 +59,7 @@ func (ts *topicStore) setConfigs(name string, configs map[string]string, changed
 	t.configs = configs
 	t.logAppendTime.Store(probe.logAppendTime.Load())
 	t.compacted.Store(probe.compacted.Load())
+	t.produce.Store(probe.produce.Load())
 	for _, p := range t.parts {
 		if sl, ok := p.log.(interface{ Reconfigure(segment.Options) error }); ok {
 			if err := sl.Reconfigure(*opts); err != nil {
