@@ -89,6 +89,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	if errors.Is(err, segment.ErrClosed) { // the topic was deleted meanwhile
 		return kerr.UnknownTopicOrPartition.Code, "partition deleted"
 	}
+	if errors.Is(err, segment.ErrTooLarge) { // Kafka's RecordBatchTooLargeException
+		return kerr.RecordListTooLarge.Code, err.Error()
+	}
 	if err != nil {
 		c.s.log.Error("append failed", "topic", p.topic, "partition", p.index, "error", err)
 		return kerr.KafkaStorageError.Code, "append failed"
