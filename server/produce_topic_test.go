@@ -146,3 +146,22 @@ func TestTopicCompressionType(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchLargerThanSegment: a batch larger than the topic's segment.bytes
+// can never be stored; it is refused with RECORD_LIST_TOO_LARGE, as Kafka
+// does, and smaller batches keep going in.
+func TestBatchLargerThanSegment(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	r := dialRaw(t, s)
+	if c := createWithConfigs(t, r, "seg", "segment.bytes", "4096"); c != 0 {
+		t.Fatal(c)
+	}
+	p := r.roundTrip(produceRequest("seg", 0, makeBatch(t, 1, 6000), 9), 2).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.RecordListTooLarge.Code {
+		t.Fatalf("6000-byte batch on segment.bytes=4096: error %v, want RECORD_LIST_TOO_LARGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+	p = r.roundTrip(produceRequest("seg", 0, makeBatch(t, 1, 1000), 9), 3).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("small batch after: error %d base %d", p.ErrorCode, p.BaseOffset)
+	}
+}
