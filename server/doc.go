@@ -61,6 +61,9 @@
 // append, as Kafka's LogValidator does: same header fields and record bytes,
 // new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
 // exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).
+// As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type
+// is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
+// segment.bytes is RECORD_LIST_TOO_LARGE.
 //
 // Fetch responses are framed by hand (fetch_write.go): everything but the
 // record bytes is encoded into a buffer, the frame size is computed up front

@@ -103,3 +103,18 @@ func (s *Server) applyTopicCodec(c *conn, t *topic, recs []byte) ([]byte, int16,
 	}
 	return out, 0, ""
 }
+
+// fetchCodecCheck is Kafka's KIP-110 rule for old consumers: a Fetch below
+// v10 cannot carry zstd, so on a topic whose compression.type is zstd (every
+// batch appended is zstd) it gets UNSUPPORTED_COMPRESSION_TYPE.
+func (s *Server) fetchCodecCheck(topic string, version int16) int16 {
+	if version >= 10 {
+		return 0
+	}
+	if t := s.topics.get(topic); t != nil {
+		if ps := t.produceSettings(s.cfg); ps.recompress && ps.codec == record.CodecZstd {
+			return kerr.UnsupportedCompressionType.Code
+		}
+	}
+	return 0
+}

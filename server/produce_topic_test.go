@@ -165,3 +165,50 @@ func TestBatchLargerThanSegment(t *testing.T) {
 		t.Fatalf("small batch after: error %d base %d", p.ErrorCode, p.BaseOffset)
 	}
 }
+
+// TestFetchZstdTopicOldVersion: as Kafka (KIP-110), a Fetch below v10 of a
+// topic with compression.type=zstd gets UNSUPPORTED_COMPRESSION_TYPE, while
+// v10+ reads the records and other topics are served at any version.
+func TestFetchZstdTopicOldVersion(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	r := dialRaw(t, s)
+	if c := createWithConfigs(t, r, "zt", "compression.type", "zstd"); c != 0 {
+		t.Fatal(c)
+	}
+	if c := createWithConfigs(t, r, "plain"); c != 0 {
+		t.Fatal(c)
+	}
+	for i, topic := range []string{"zt", "plain"} {
+		p := r.roundTrip(produceRequest(topic, 0, makeBatch(t, 3, 100), 9), int32(10+i)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("produce %s: %d", topic, p.ErrorCode)
+		}
+	}
+	for _, c := range []struct {
+		topic   string
+		version int16
+		want    int16
+	}{
+		{"zt", 9, kerr.UnsupportedCompressionType.Code},
+		{"zt", 4, kerr.UnsupportedCompressionType.Code},
+		{"zt", 10, 0},
+		{"zt", 12, 0},
+		{"plain", 4, 0},
+	} {
+		req := fetchRequest(c.version, c.topic, 0, 0)
+		req.MaxWaitMillis = 0
+		p := r.roundTrip(req, 20).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != c.want {
+			t.Fatalf("fetch %s v%d: error %v, want %v", c.topic, c.version, kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(c.want))
+		}
+		if c.want == 0 {
+			b := record.Batch(p.RecordBatches)
+			if len(b) < record.BatchHeaderSize || b.NumRecords() != 3 {
+				t.Fatalf("fetch %s v%d: %d bytes", c.topic, c.version, len(p.RecordBatches))
+			}
+			if c.topic == "zt" && b.Codec() != record.CodecZstd {
+				t.Fatalf("zt stored %v", b.Codec())
+			}
+		}
+	}
+}
