@@ -115,6 +115,10 @@ func (m *model) opProduce(fetches bool) map[string]int64 {
 			continue
 		}
 		useKgo := m.rng.Intn(4) == 0
+		version := int16(9)
+		if !useKgo && m.rng.Intn(6) == 0 {
+			w.raw, version = m.old, modelOldProduce
+		}
 		w.acks = int16(1)
 		if m.rng.Intn(2) == 0 {
 			w.acks = -1
@@ -146,7 +150,7 @@ func (m *model) opProduce(fetches bool) map[string]int64 {
 					m.fail("building a batch: %v", err)
 				}
 				pp.batch = b
-				if pp.want, err = m.topics[topic].produceCode(b); err != nil {
+				if pp.want, err = m.topics[topic].produceCode(b, version); err != nil {
 					m.fail("recompressing a batch: %v", err)
 				}
 				descs = append(descs, fmt.Sprintf("%s:%d recs %v %dB", key, size, c, len(b)))
@@ -158,7 +162,7 @@ func (m *model) opProduce(fetches bool) map[string]int64 {
 			w.kgo = m.prod[ci]
 			w.desc = fmt.Sprintf("kgo[%v acks %d] %s", modelCodecs[ci], map[bool]int{true: -1, false: 1}[ci%2 == 1], strings.Join(descs, ", "))
 		} else {
-			w.desc = fmt.Sprintf("raw acks %d %s", w.acks, strings.Join(descs, ", "))
+			w.desc = fmt.Sprintf("raw v%d acks %d %s", version, w.acks, strings.Join(descs, ", "))
 		}
 	}
 	var descs []string
@@ -215,7 +219,7 @@ func (m *model) opProduce(fetches bool) map[string]int64 {
 // runProduce does one client's work, returning the acknowledged batches.
 func (m *model) runProduce(w *modelProduce) ([]placed, error) {
 	if f := w.fetch; f != nil {
-		got, err := m.fetchOnce(w.raw, f.topic, f.part, f.offset, 1<<20)
+		got, err := m.fetchOnce(m.raw[0], f.topic, f.part, f.offset, 1<<20)
 		if err != nil {
 			return nil, err
 		}

@@ -42,11 +42,15 @@ type modelTopic struct {
 
 // produceCode is the error the broker must answer a produce of batch b to
 // mt with, following Kafka's order: the incoming size against
-// max.message.bytes, recompression to compression.type, the stored size
-// against max.message.bytes again and against segment.bytes.
-func (mt *modelTopic) produceCode(b record.Batch) (int16, error) {
+// max.message.bytes, zstd from a Produce below v7, recompression to
+// compression.type, the stored size against max.message.bytes again and
+// against segment.bytes.
+func (mt *modelTopic) produceCode(b record.Batch, version int16) (int16, error) {
 	if mt.maxBytes > 0 && len(b) > mt.maxBytes {
 		return kerr.MessageTooLarge.Code, nil
+	}
+	if b.Codec() == record.CodecZstd && version < 7 {
+		return kerr.UnsupportedCompressionType.Code, nil
 	}
 	stored := b
 	if mt.forced >= 0 && b.Codec() != mt.forced {
@@ -115,6 +119,7 @@ func (m *model) apply(acked []placed) error {
 type fetched struct {
 	topic              string
 	part               int32
+	version            int16 // of the Fetch sent
 	offset             int64 // requested
 	code               int16
 	hw, lso, logStart  int64
@@ -125,8 +130,8 @@ type fetched struct {
 	concurrentProduces bool
 }
 
-func fetchedFrom(topic string, offset int64, p *kmsg.FetchResponseTopicPartition) fetched {
-	return fetched{topic: topic, part: p.Partition, offset: offset, code: p.ErrorCode, hw: p.HighWatermark,
+func fetchedFrom(topic string, version int16, offset int64, p *kmsg.FetchResponseTopicPartition) fetched {
+	return fetched{topic: topic, part: p.Partition, version: version, offset: offset, code: p.ErrorCode, hw: p.HighWatermark,
 		lso: p.LastStableOffset, logStart: p.LogStartOffset, batches: p.RecordBatches}
 }
 
@@ -172,11 +177,17 @@ func (m *model) check(f *fetched) (int64, error) {
 	if f.code != f.wantCode {
 		return 0, fmt.Errorf("%s: error %v, want %v", where, kerr.ErrorForCode(f.code), kerr.ErrorForCode(f.wantCode))
 	}
-	if f.code == kerr.UnknownTopicOrPartition.Code {
+	if f.code == kerr.UnknownTopicOrPartition.Code || f.code == kerr.UnsupportedCompressionType.Code {
+		if len(f.batches) != 0 {
+			return 0, fmt.Errorf("%s: %d record bytes with error %v", where, len(f.batches), kerr.ErrorForCode(f.code))
+		}
 		return f.offset, nil
 	}
 	mt := m.topics[f.topic]
 	p := mt.parts[f.part]
+	if f.version < 5 { // no log start offset in the response
+		f.logStart = f.wantStart
+	}
 	if f.hw < f.hwMin || f.hw > f.hwMax || f.logStart != f.wantStart {
 		return 0, fmt.Errorf("%s: high watermark %d (want %d..%d), log start %d (want %d), error %v", where, f.hw, f.hwMin, f.hwMax, f.logStart, f.wantStart, kerr.ErrorForCode(f.code))
 	}
@@ -239,6 +250,10 @@ func (m *model) expectFetch(f *fetched) {
 	mt := m.topics[f.topic]
 	if mt == nil || f.part < 0 || int(f.part) >= len(mt.parts) {
 		f.wantCode = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	if mt.forced == record.CodecZstd && f.version < 10 {
+		f.wantCode = kerr.UnsupportedCompressionType.Code // KIP-110
 		return
 	}
 	p := mt.parts[f.part]

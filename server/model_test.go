@@ -13,15 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/stratalog/strata/record"
 )
 
 // TestModel drives an in-process broker with random operations from several
 // concurrent clients and checks every answer against an in-memory reference
-// (model_ref_test.go): produce (raw batches of every codec and franz-go
-// producers, acks 1 and -1, explicit partitions), fetch at random offsets
-// (out of range ones included, some concurrent with produces), ListOffsets
+// (model_ref_test.go): produce (raw batches of every codec, some at Produce
+// v3, and franz-go producers, acks 1 and -1, explicit partitions), fetch at
+// random offsets (out of range ones included, some at Fetch v4, some
+// concurrent with produces), ListOffsets
 // earliest/latest/by time, DeleteRecords, topic create/delete, clean restarts
 // and unclean ones. After every step the log start and end offsets of every
 // partition, and the records of every partition the step touched, must match
@@ -91,6 +93,7 @@ type model struct {
 	dir    string
 	s      *Server
 	raw    []*kgo.Client // for raw requests, one per concurrent client
+	old    *kgo.Client   // raw requests at Produce v3 and Fetch v4
 	prod   []*kgo.Client // franz-go producers, one per codec and acks
 	topics map[string]*modelTopic
 	ops    []string
@@ -104,7 +107,11 @@ var (
 	modelKgoComp = []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
 )
 
-const modelChurn = "churn"
+const (
+	modelChurn      = "churn"
+	modelOldProduce = 3
+	modelOldFetch   = 4
+)
 
 func runModel(t *testing.T, seed int64, steps int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -158,6 +165,12 @@ func (m *model) start() {
 		}
 		m.raw = append(m.raw, cl)
 	}
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Produce), modelOldProduce)
+	vs.SetMaxKeyVersion(int16(kmsg.Fetch), modelOldFetch)
+	if m.old, err = kgo.NewClient(append(opts, kgo.MaxVersions(vs))...); err != nil {
+		m.fail("client: %v", err)
+	}
 	for i, c := range modelKgoComp {
 		acks := kgo.LeaderAck()
 		if i%2 == 1 {
@@ -172,10 +185,10 @@ func (m *model) start() {
 }
 
 func (m *model) stopClients() {
-	for _, cl := range append(m.raw, m.prod...) {
+	for _, cl := range append(m.raw, append(m.prod, m.old)...) {
 		cl.Close()
 	}
-	m.raw, m.prod = nil, nil
+	m.raw, m.prod, m.old = nil, nil, nil
 }
 
 // request sends req straight to the broker (no client-side sharding).
@@ -273,7 +286,7 @@ func (m *model) fetchOnce(cl *kgo.Client, topic string, part int32, offset int64
 	if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
 		return fetched{}, fmt.Errorf("fetch %s/%d@%d: top-level error %d, %d topics", topic, part, offset, fr.ErrorCode, len(fr.Topics))
 	}
-	return fetchedFrom(topic, offset, &fr.Topics[0].Partitions[0]), nil
+	return fetchedFrom(topic, req.Version, offset, &fr.Topics[0].Partitions[0]), nil
 }
 
 // opFetch fetches a random partition (sometimes of a deleted topic or a
@@ -305,8 +318,12 @@ func (m *model) opFetch() {
 	if m.rng.Intn(3) == 0 {
 		maxBytes = int32(1 + m.rng.Intn(3000))
 	}
-	m.logOp("fetch %s/%d@%d max %d", topic, part, off, maxBytes)
-	f, err := m.fetchOnce(m.raw[0], topic, part, off, maxBytes)
+	cl, version := m.raw[0], "v12"
+	if m.rng.Intn(5) == 0 {
+		cl, version = m.old, fmt.Sprintf("v%d", modelOldFetch)
+	}
+	m.logOp("fetch %s %s/%d@%d max %d", version, topic, part, off, maxBytes)
+	f, err := m.fetchOnce(cl, topic, part, off, maxBytes)
 	if err != nil {
 		m.fail("%v", err)
 	}
