@@ -212,3 +212,40 @@ func TestFetchZstdTopicOldVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterCompressionTypeLive: compression.type changed with
+// IncrementalAlterConfigs applies to the next produce, and deleting the
+// override goes back to the broker default (producer: batches as sent).
+func TestAlterCompressionTypeLive(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	cl := newClient(t, s, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic("live-ct"))
+	createTopicWith(t, cl, "live-ct", 1)
+	produce := func(i int) {
+		t.Helper()
+		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte("compressible "), 50)}
+		if err := cl.ProduceSync(testCtx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	produce(0)
+	if c := incAlter(t, s, 1, "live-ct", "compression.type", set, "lz4"); c != 0 {
+		t.Fatalf("alter: %d", c)
+	}
+	produce(1)
+	if c := incAlter(t, s, 1, "live-ct", "compression.type", set, "brotli"); c != kerr.InvalidConfig.Code {
+		t.Fatalf("compression.type=brotli: error %d, want INVALID_CONFIG", c)
+	}
+	if c := incAlter(t, s, 1, "live-ct", "compression.type", del, nil); c != 0 {
+		t.Fatalf("delete: %d", c)
+	}
+	produce(2)
+	got := segmentCodecs(t, s, "live-ct")
+	want := []record.Codec{record.CodecGzip, record.CodecLZ4, record.CodecGzip}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored codecs %v, want %v", got, want)
+	}
+	if recs := consumeAll(t, s, "live-ct", []int32{0}, 3); string(recs[1].Key) != "k1" || len(recs[1].Value) != 650 {
+		t.Fatalf("record 1: key %q, %d value bytes", recs[1].Key, len(recs[1].Value))
+	}
+}
