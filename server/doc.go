@@ -101,7 +101,9 @@
 // DeleteTopics first drops the topic from the topic table (durably), then
 // closes its logs and renames each partition directory
 // <topic>-<p>.<32 hex>-delete, removed after file.delete.delay.ms (pending
-// ones are rescheduled at start). A partition directory recovery finds for a
+// ones are rescheduled at start), and rewrites the checkpoints at once, so a
+// topic re-created under the same name cannot inherit the old log start
+// offsets after a crash. A partition directory recovery finds for a
 // topic the table does not hold (a crash mid-deletion) is renamed
 // <topic>-<p>.<32 hex>-stray and not served, as Kafka does with stray logs.
 //
