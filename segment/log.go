@@ -31,7 +31,8 @@ type Log struct {
 	flushMu      sync.Mutex   // one fsync at a time (group commit)
 	flushed      atomic.Int64 // everything below is durable: the recovery point
 	lastFlushMs  atomic.Int64
-	stopFlusher  chan struct{}
+	flushMs      atomic.Int64   // flush.ms, read by the flusher (Reconfigure changes it)
+	stopFlusher  chan struct{}  // set under mu once a flusher runs
 	bg           sync.WaitGroup // background flushes and delayed deletions
 	pendingMu    sync.Mutex
 	pendingDel   map[*Segment]*time.Timer
@@ -125,11 +126,11 @@ func (l *Log) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
-	if l.stopFlusher != nil {
-		close(l.stopFlusher)
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.stopFlusher != nil { // under mu: Reconfigure may have just started one
+		close(l.stopFlusher)
+	}
 	err := l.Flush()
 	l.pendingMu.Lock()
 	for s, t := range l.pendingDel {

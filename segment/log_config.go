@@ -4,10 +4,12 @@ import "fmt"
 
 // Reconfigure changes the topic-level settings of an open log (Kafka's
 // dynamic topic config): segment.bytes and segment.ms (checked at the next
-// append), retention.ms and retention.bytes (the next ApplyRetention) and
-// flush.messages. Every reader of these fields holds the writer lock, as
-// Reconfigure does. Other fields of o are ignored; flush.ms applies at the
-// next open.
+// append), retention.ms and retention.bytes (the next ApplyRetention),
+// flush.messages (the next append) and flush.ms (0 is never; the background
+// flusher is started if it was not running and reads the new period at its
+// next check). Every reader of these fields holds the writer lock, as
+// Reconfigure does, except the flusher, which reads an atomic copy of
+// flush.ms. Other fields of o are ignored.
 func (l *Log) Reconfigure(o Options) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -17,12 +19,19 @@ func (l *Log) Reconfigure(o Options) error {
 	n := *l.o
 	n.SegmentBytes, n.SegmentMs = o.SegmentBytes, o.SegmentMs
 	n.RetentionMs, n.RetentionBytes = o.RetentionMs, o.RetentionBytes
-	n.FlushMessages = o.FlushMessages
+	n.FlushMessages, n.FlushMs = o.FlushMessages, o.FlushMs
+	if n.FlushMs == 0 {
+		n.FlushMs = Never
+	}
 	if err := n.Validate(); err != nil {
 		return fmt.Errorf("segment: reconfigure: %w", err)
 	}
 	l.o.SegmentBytes, l.o.SegmentMs = n.SegmentBytes, n.SegmentMs
 	l.o.RetentionMs, l.o.RetentionBytes = n.RetentionMs, n.RetentionBytes
-	l.o.FlushMessages = n.FlushMessages
+	l.o.FlushMessages, l.o.FlushMs = n.FlushMessages, n.FlushMs
+	l.flushMs.Store(n.FlushMs)
+	if n.FlushMs != Never && l.stopFlusher == nil {
+		l.startFlusher()
+	}
 	return nil
 }

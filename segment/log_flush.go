@@ -41,29 +41,43 @@ func (l *Log) FlushTo(off int64) error {
 	return nil
 }
 
+// startFlusher starts the flush.ms goroutine; the caller holds mu or owns
+// the log exclusively (Open), and no flusher runs yet.
+func (l *Log) startFlusher() {
+	stop := make(chan struct{})
+	l.stopFlusher = stop
+	l.bg.Add(1)
+	go l.runFlusher(stop)
+}
+
+// flusherTick is how often the flusher checks for flush.ms: a quarter of the
+// period, between 1 ms and 1 s.
+func flusherTick(flushMs int64) time.Duration {
+	if flushMs >= int64(4*time.Second/time.Millisecond) {
+		return time.Second
+	}
+	return max(time.Duration(flushMs)*time.Millisecond/4, time.Millisecond)
+}
+
 // runFlusher applies flush.ms: it fsyncs when unflushed data is older than
-// FlushMs, checking a few times per period.
-func (l *Log) runFlusher() {
+// flush.ms, checking a few times per period. The period is read at every
+// check, so Reconfigure changes it on a running log.
+func (l *Log) runFlusher(stop <-chan struct{}) {
 	defer l.bg.Done()
-	tick := time.Duration(l.o.FlushMs) * time.Millisecond / 4
-	if tick < time.Millisecond {
-		tick = time.Millisecond
-	}
-	if tick > time.Second {
-		tick = time.Second
-	}
-	t := time.NewTicker(tick)
+	t := time.NewTimer(flusherTick(l.flushMs.Load()))
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stopFlusher:
+		case <-stop:
 			return
 		case <-t.C:
-			if l.next.Load() > l.flushed.Load() && l.o.Now()-l.lastFlushMs.Load() >= l.o.FlushMs {
+			ms := l.flushMs.Load()
+			if ms != Never && l.next.Load() > l.flushed.Load() && l.o.Now()-l.lastFlushMs.Load() >= ms {
 				if err := l.Flush(); err != nil {
 					l.o.Logger.Error("background flush failed", "dir", l.dir, "err", err)
 				}
 			}
+			t.Reset(flusherTick(ms))
 		}
 	}
 }

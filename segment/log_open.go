@@ -156,10 +156,9 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 	}
 	l.flushed.Store(flushed)
 	l.lastFlushMs.Store(o.Now())
+	l.flushMs.Store(o.FlushMs)
 	if o.FlushMs != Never {
-		l.stopFlusher = make(chan struct{})
-		l.bg.Add(1)
-		go l.runFlusher()
+		l.startFlusher()
 	}
 	rep.Segments = len(segs)
 	rep.LogEndOffset = end

@@ -39,6 +39,9 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest, rt *kmsg.Cr
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + rt.Topic
 	}
+	if code, msg := s.checkPartitionCount(rt.Count); code != 0 {
+		return code, msg
+	}
 	if cur := int32(len(s.topics.parts(t))); rt.Assignment != nil && rt.Count > cur {
 		if int32(len(rt.Assignment)) != rt.Count-cur {
 			return kerr.InvalidReplicaAssignment.Code, "the assignment must name a replica list for each new partition"

@@ -78,6 +78,9 @@ func (s *Server) createTopic(req *kmsg.CreateTopicsRequest, rt *kmsg.CreateTopic
 			return kerr.InvalidReplicationFactor.Code, "replication factor must be 1 on a single node", nil
 		}
 	}
+	if code, msg := s.checkPartitionCount(n); code != 0 {
+		return code, msg, nil
+	}
 	var configs map[string]string
 	for _, c := range rt.Configs {
 		if configs == nil {

@@ -140,6 +140,11 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 				ft.parts = append(ft.parts, fp)
 				continue
 			}
+			if code := s.fetchCodecCheck(rt.Topic, req.Version); code != 0 {
+				fp.code, failed = code, true
+				ft.parts = append(ft.parts, fp)
+				continue
+			}
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			if total == 0 || limit > 0 {
 				r, err := p.log.Read(rp.FetchOffset, max(limit, 0))

@@ -67,11 +67,15 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		return kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
 	case len(recs) == 0:
 		return kerr.InvalidRecord.Code, "no record batch"
-	case len(recs) > int(s.cfg.MessageMaxBytes):
-		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds message.max.bytes %d", len(recs), s.cfg.MessageMaxBytes)
+	}
+	if code, msg := s.checkBatchSize(t, len(recs)); code != 0 {
+		return code, msg
 	}
 	code, msg := validateProduceBatch(c, req.Version, recs, s.cfg.ProduceValidation == "full", t.compacted.Load())
 	if code != 0 {
+		return code, msg
+	}
+	if recs, code, msg = s.applyTopicCodec(c, t, recs); code != 0 {
 		return code, msg
 	}
 	b := record.Batch(recs)
@@ -84,6 +88,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	info, err := p.log.Append(recs)
 	if errors.Is(err, segment.ErrClosed) { // the topic was deleted meanwhile
 		return kerr.UnknownTopicOrPartition.Code, "partition deleted"
+	}
+	if errors.Is(err, segment.ErrTooLarge) { // Kafka's RecordBatchTooLargeException
+		return kerr.RecordListTooLarge.Code, err.Error()
 	}
 	if err != nil {
 		c.s.log.Error("append failed", "topic", p.topic, "partition", p.index, "error", err)

@@ -32,6 +32,7 @@ type Config struct {
 	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
 	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000)
 	ShutdownTimeoutMs     int64      // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
+	MaxPartitionsPerTopic int32      // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
 	RetentionCheckMs      int64      // log.retention.check.interval.ms (default 300000)
 	TimestampType         string     // log.message.timestamp.type: CreateTime (default) or LogAppendTime
 	CleanupPolicy         string     // log.cleanup.policy: delete (default), compact or both
@@ -57,16 +58,20 @@ type Config struct {
 	ProduceValidation string
 	// Group coordinator and __consumer_offsets settings, Kafka's names and
 	// defaults.
-	GroupInitialRebalanceDelayMs int64    // group.initial.rebalance.delay.ms (default 3000)
-	GroupMinSessionTimeoutMs     int32    // group.min.session.timeout.ms (default 6000)
-	GroupMaxSessionTimeoutMs     int32    // group.max.session.timeout.ms (default 1800000)
-	GroupMaxSize                 int32    // group.max.size (default unlimited)
-	OffsetsTopicNumPartitions    int32    // offsets.topic.num.partitions (default 50)
-	OffsetsTopicSegmentBytes     int64    // offsets.topic.segment.bytes (default 100 MiB)
-	OffsetsRetentionMs           int64    // offsets.retention.minutes (default 7 days)
-	OffsetsRetentionCheckMs      int64    // offsets.retention.check.interval.ms (default 600000)
-	OffsetMetadataMaxBytes       int32    // offset.metadata.max.bytes (default 4096)
-	Unknown                      []string // keys seen but not understood (warned about)
+	GroupInitialRebalanceDelayMs int64 // group.initial.rebalance.delay.ms (default 3000)
+	GroupMinSessionTimeoutMs     int32 // group.min.session.timeout.ms (default 6000)
+	GroupMaxSessionTimeoutMs     int32 // group.max.session.timeout.ms (default 1800000)
+	GroupMaxSize                 int32 // group.max.size (default unlimited)
+	OffsetsTopicNumPartitions    int32 // offsets.topic.num.partitions (default 50)
+	OffsetsTopicSegmentBytes     int64 // offsets.topic.segment.bytes (default 100 MiB)
+	OffsetsRetentionMs           int64 // offsets.retention.minutes (default 7 days)
+	OffsetsRetentionCheckMs      int64 // offsets.retention.check.interval.ms (default 600000)
+	OffsetMetadataMaxBytes       int32 // offset.metadata.max.bytes (default 4096)
+	// CompressionType is compression.type, the default of the topic config:
+	// producer (default: batches stored as sent), uncompressed, gzip,
+	// snappy, lz4 or zstd.
+	CompressionType string
+	Unknown         []string // keys seen but not understood (warned about)
 }
 
 // Listener is one PLAINTEXT://host:port endpoint.
@@ -109,10 +114,12 @@ func DefaultConfig() *Config {
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
 		ConnectionsMaxIdleMs:  600000,
 		ShutdownTimeoutMs:     30000,
+		MaxPartitionsPerTopic: DefaultMaxPartitionsPerTopic,
 		RetentionCheckMs:      300000,
 		TimestampType:         "CreateTime",
 		CleanupPolicy:         "delete",
 		ProduceValidation:     "full",
+		CompressionType:       "producer",
 		CheckpointIntervalMs:  60000,
 		RecoveryThreads:       2,
 		DeleteTopicEnable:     true,
@@ -400,10 +407,16 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.CleanupPolicy = v
 	case "strata.produce.validation":
 		c.ProduceValidation = v
+	case "compression.type":
+		c.CompressionType = v
 	case "log.retention.check.interval.ms":
 		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
 	case "strata.shutdown.timeout.ms":
 		c.ShutdownTimeoutMs, err = strconv.ParseInt(v, 10, 64)
+	case "strata.max.partitions.per.topic":
+		var n int64
+		n, err = strconv.ParseInt(v, 10, 32)
+		c.MaxPartitionsPerTopic = int32(n)
 	case "log.flush.offset.checkpoint.interval.ms":
 		c.CheckpointIntervalMs, err = strconv.ParseInt(v, 10, 64)
 	case "num.recovery.threads.per.data.dir":
@@ -476,6 +489,8 @@ func (c *Config) Validate() error {
 		return bad("no log.dirs")
 	case c.NumPartitions < 1:
 		return bad("num.partitions %d must be positive", c.NumPartitions)
+	case c.MaxPartitionsPerTopic < 1 || c.NumPartitions > c.MaxPartitionsPerTopic:
+		return bad("strata.max.partitions.per.topic %d must be positive and at least num.partitions %d", c.MaxPartitionsPerTopic, c.NumPartitions)
 	case c.DefaultReplication != 1:
 		return bad("default.replication.factor %d: a single node serves only 1", c.DefaultReplication)
 	case c.SegmentBytes < 14 || c.SegmentBytes > math.MaxInt32:
@@ -520,6 +535,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseCleanupPolicy(c.CleanupPolicy); err != nil {
 		return bad("log.cleanup.policy: %v", err)
+	}
+	if err := checkCompressionType(c.CompressionType); err != nil {
+		return bad("compression.type %q: %v", c.CompressionType, err)
 	}
 	if c.ProduceValidation != "full" && c.ProduceValidation != "header" {
 		return bad("strata.produce.validation %q: want full or header", c.ProduceValidation)

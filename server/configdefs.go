@@ -44,10 +44,12 @@ func checkRatio(v string) error {
 var topicConfigDefs = []configDef{
 	{"cleanup.policy", "log.cleanup.policy", kmsg.ConfigTypeList, "delete, compact or both (comma separated)",
 		func(v string) error { _, err := parseCleanupPolicy(v); return err }},
+	{"compression.type", "compression.type", kmsg.ConfigTypeString, "codec batches are stored with: producer (as sent), uncompressed, gzip, snappy, lz4 or zstd", checkCompressionType},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, "how long tombstones are kept on compacted topics", checkLong(0, math.MaxInt64)},
 	{"flush.messages", "log.flush.interval.messages", kmsg.ConfigTypeLong, "fsync after this many messages", checkLong(1, math.MaxInt64)},
-	{"flush.ms", "log.flush.interval.ms", kmsg.ConfigTypeLong, "fsync after this many ms (applies at the next start)", checkLong(1, math.MaxInt64)},
+	{"flush.ms", "log.flush.interval.ms", kmsg.ConfigTypeLong, "fsync when the oldest unflushed append is this old", checkLong(1, math.MaxInt64)},
 	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", kmsg.ConfigTypeLong, "longest a record stays uncompacted", checkLong(1, math.MaxInt64)},
+	{"max.message.bytes", "message.max.bytes", kmsg.ConfigTypeInt, "largest record batch a produce may append", checkLong(0, math.MaxInt32)},
 	{"message.timestamp.type", "log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime or LogAppendTime", checkTimestampType},
 	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", kmsg.ConfigTypeDouble, "dirty ratio that makes a log eligible for cleaning", checkRatio},
 	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", kmsg.ConfigTypeLong, "shortest a record stays uncompacted", checkLong(0, math.MaxInt64)},
@@ -79,6 +81,7 @@ func f64(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // brokerConfigDefs are the broker's (static) configs, sorted by name.
 var brokerConfigDefs = []brokerConfigDef{
 	{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, func(c *Config) string { return strconv.FormatBool(c.AutoCreateTopics) }},
+	{"compression.type", kmsg.ConfigTypeString, func(c *Config) string { return c.CompressionType }},
 	{"default.replication.factor", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.DefaultReplication)) }},
 	{"delete.topic.enable", kmsg.ConfigTypeBoolean, func(c *Config) string { return strconv.FormatBool(c.DeleteTopicEnable) }},
 	{"file.delete.delay.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.FileDeleteDelayMs) }},
@@ -122,6 +125,7 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"offsets.topic.num.partitions", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.OffsetsTopicNumPartitions)) }},
 	{"offsets.topic.segment.bytes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(c.OffsetsTopicSegmentBytes) }},
 	{"socket.request.max.bytes", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.SocketRequestMaxBytes)) }},
+	{"strata.max.partitions.per.topic", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.MaxPartitionsPerTopic)) }},
 }
 
 func brokerConfig(name string) *brokerConfigDef {
@@ -150,10 +154,10 @@ func brokerValue(c *Config, name string) (string, kmsg.ConfigSource) {
 // storedTopicConfigs are Kafka topic configs strata accepts and keeps with
 // the topic (clients set them) but does not apply.
 var storedTopicConfigs = map[string]bool{
-	"compression.type": true, "compression.gzip.level": true, "compression.lz4.level": true, "compression.zstd.level": true,
+	"compression.gzip.level": true, "compression.lz4.level": true, "compression.zstd.level": true,
 	"file.delete.delay.ms": true, "follower.replication.throttled.replicas": true, "index.interval.bytes": true,
 	"leader.replication.throttled.replicas": true, "local.retention.bytes": true, "local.retention.ms": true,
-	"max.message.bytes": true, "message.downconversion.enable": true, "message.format.version": true,
+	"message.downconversion.enable": true, "message.format.version": true,
 	"message.timestamp.after.max.ms": true, "message.timestamp.before.max.ms": true,
 	"message.timestamp.difference.max.ms": true, "min.insync.replicas": true, "preallocate": true,
 	"remote.storage.enable": true, "segment.index.bytes": true, "segment.jitter.ms": true,

@@ -32,21 +32,26 @@
 // ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
 //
 // Topic configs (configdefs.go): the ones strata applies (cleanup.policy,
-// delete.retention.ms, flush.*, min/max.compaction.lag.ms,
-// message.timestamp.type, min.cleanable.dirty.ratio, retention.*,
-// segment.bytes, segment.ms) are described with their broker synonym as
-// default; other Kafka topic configs (compression.type, max.message.bytes,
-// ...) are accepted and stored but not applied; any other name is
+// compression.type, delete.retention.ms, flush.*, max.message.bytes,
+// min/max.compaction.lag.ms, message.timestamp.type,
+// min.cleanable.dirty.ratio, retention.*, segment.bytes, segment.ms) are
+// described with their broker synonym as default; other Kafka topic configs
+// (compression.*.level, min.insync.replicas, ...) are accepted and stored but
+// not applied; any other name is
 // INVALID_CONFIG in the alter APIs. Altered overrides are written to the topic
 // table and applied to the live logs (segment.Log.Reconfigure, the cleaner
-// registration, the produce flags); flush.ms applies at the next start.
+// registration, the produce flags), flush.ms included.
 // Broker configs are static: describable, not alterable (INVALID_REQUEST).
+// CreateTopics and CreatePartitions asking for more partitions than
+// strata.max.partitions.per.topic (default 10000) fail with
+// INVALID_PARTITIONS before anything is allocated (partition_cap.go).
 // One file per API: api_<name>.go.
 //
 // # Produce and Fetch
 //
 // Produce takes exactly one magic-2 batch per partition, checks its size
-// against message.max.bytes, its framing and CRC, and decompresses it to
+// against the topic's max.message.bytes (else the broker's
+// message.max.bytes), its framing and CRC, and decompresses it to
 // check records as Kafka's LogValidator does, then appends it unchanged but
 // for the base offset (patched by the log) and the partition leader epoch,
 // neither covered by the CRC. On topics with
@@ -54,6 +59,14 @@
 // time (CRC recomputed); on compacted topics (cleanup.policy=compact) every
 // record must have a key. strata.produce.validation=header trusts compressed
 // batches after the header and CRC checks (except on compacted topics).
+// When the topic's compression.type (default: the broker's, "producer") is
+// a codec other than the batch's, the batch is recompressed to it before the
+// append, as Kafka's LogValidator does: same header fields and record bytes,
+// new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
+// exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).
+// As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type
+// is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
+// segment.bytes is RECORD_LIST_TOO_LARGE.
 //
 // Fetch responses are framed by hand (fetch_write.go): everything but the
 // record bytes is encoded into a buffer, the frame size is computed up front
@@ -91,7 +104,9 @@
 // DeleteTopics first drops the topic from the topic table (durably), then
 // closes its logs and renames each partition directory
 // <topic>-<p>.<32 hex>-delete, removed after file.delete.delay.ms (pending
-// ones are rescheduled at start). A partition directory recovery finds for a
+// ones are rescheduled at start), and rewrites the checkpoints at once, so a
+// topic re-created under the same name cannot inherit the old log start
+// offsets after a crash. A partition directory recovery finds for a
 // topic the table does not hold (a crash mid-deletion) is renamed
 // <topic>-<p>.<32 hex>-stray and not served, as Kafka does with stray logs.
 //

@@ -39,6 +39,7 @@ type topic struct {
 	parts         []*partition
 	logAppendTime atomic.Bool // message.timestamp.type=LogAppendTime
 	compacted     atomic.Bool // cleanup.policy includes compact
+	produce       atomic.Pointer[produceSettings]
 }
 
 // partition is one open partition log.
@@ -462,8 +463,13 @@ func (ts *topicStore) applyTopicConfigs(t *topic) error {
 	if _, err := ts.cleanerLogConfig(t.configs); err != nil {
 		return err
 	}
+	ps, err := ts.resolveProduceSettings(t.configs)
+	if err != nil {
+		return err
+	}
 	t.logAppendTime.Store(tt == "LogAppendTime")
 	t.compacted.Store(compact)
+	t.produce.Store(ps)
 	return nil
 }
 

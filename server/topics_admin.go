@@ -49,6 +49,10 @@ func (ts *topicStore) delete(name string) (*topic, error) {
 			errs = append(errs, err)
 		}
 	}
+	// As Kafka's asyncDelete: rewrite the checkpoints now, so that after a
+	// crash a topic re-created under the same name does not inherit the
+	// deleted partitions' log start offsets.
+	ts.writeCheckpoints()
 	ts.log.Info("topic deleted", "topic", name, "partitions", len(t.parts), "topic_id", uuidString(t.id))
 	return t, errors.Join(errs...)
 }

@@ -22,7 +22,7 @@ func (ts *topicStore) topicConfigs(name string) (map[string]string, bool) {
 // setConfigs replaces topic name's overrides with configs (AlterConfigs and,
 // after merging, IncrementalAlterConfigs): names and values are checked,
 // the topic table is rewritten, and the new settings are applied to the live
-// logs (segment.*, retention.*, flush.messages through Log.Reconfigure; the
+// logs (segment.*, retention.*, flush.* through Log.Reconfigure; the
 // cleaner's settings by registering again; produce flags at once).
 //
 // Names and values are checked for the names in changed (all when nil).
@@ -59,6 +59,7 @@ func (ts *topicStore) setConfigs(name string, configs map[string]string, changed
 	t.configs = configs
 	t.logAppendTime.Store(probe.logAppendTime.Load())
 	t.compacted.Store(probe.compacted.Load())
+	t.produce.Store(probe.produce.Load())
 	for _, p := range t.parts {
 		if sl, ok := p.log.(interface{ Reconfigure(segment.Options) error }); ok {
 			if err := sl.Reconfigure(*opts); err != nil {

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/stratalog/strata/record"
+)
+
+// produceSettings are a topic's produce-time limits, resolved from its
+// overrides and the broker defaults whenever its configs change.
+type produceSettings struct {
+	maxBytes int32 // max.message.bytes, else message.max.bytes
+	// recompress is set when compression.type is not "producer": batches
+	// in another codec are recompressed to codec before the append.
+	recompress bool
+	codec      record.Codec
+}
+
+// compressionCodecs maps compression.type values to codecs ("producer"
+// keeps the batch's own).
+var compressionCodecs = map[string]record.Codec{
+	"uncompressed": record.CodecNone, "gzip": record.CodecGzip, "snappy": record.CodecSnappy,
+	"lz4": record.CodecLZ4, "zstd": record.CodecZstd,
+}
+
+// checkCompressionType accepts Kafka's compression.type values.
+func checkCompressionType(v string) error {
+	if _, ok := compressionCodecs[v]; ok || v == "producer" {
+		return nil
+	}
+	return fmt.Errorf("want producer, uncompressed, gzip, snappy, lz4 or zstd")
+}
+
+// resolveProduceSettings computes t's produce settings from its overrides,
+// falling back to the broker's message.max.bytes and compression.type.
+func (ts *topicStore) resolveProduceSettings(configs map[string]string) (*produceSettings, error) {
+	ps := &produceSettings{maxBytes: ts.cfg.MessageMaxBytes}
+	if v, ok := configs["max.message.bytes"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%w: max.message.bytes %q", ErrConfig, v)
+		}
+		ps.maxBytes = int32(n)
+	}
+	ct, ok := configs["compression.type"]
+	if !ok {
+		ct = ts.cfg.CompressionType
+	}
+	if err := checkCompressionType(ct); err != nil {
+		return nil, fmt.Errorf("%w: compression.type %q: %w", ErrConfig, ct, err)
+	}
+	ps.codec, ps.recompress = compressionCodecs[ct]
+	return ps, nil
+}
+
+// produceSettings returns t's resolved settings (the broker defaults for a
+// topic built without applyTopicConfigs).
+func (t *topic) produceSettings(cfg *Config) *produceSettings {
+	if ps := t.produce.Load(); ps != nil {
+		return ps
+	}
+	return &produceSettings{maxBytes: cfg.MessageMaxBytes}
+}
+
+// checkBatchSize is Kafka's RecordTooLargeException check: a batch larger
+// than the topic's max.message.bytes (else the broker's message.max.bytes)
+// is MESSAGE_TOO_LARGE.
+func (s *Server) checkBatchSize(t *topic, n int) (int16, string) {
+	if limit := t.produceSettings(s.cfg).maxBytes; n > int(limit) {
+		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d of topic %s", n, limit, t.name)
+	}
+	return 0, ""
+}
+
+// applyTopicCodec recompresses recs, a batch already validated by
+// validateProduceBatch, to the topic's compression.type when that is not
+// "producer" and differs from the batch's codec, as Kafka's LogValidator
+// does: offsets deltas, timestamps, keys, values and headers are kept, the
+// CRC is recomputed, and the result must still fit max.message.bytes. With
+// strata.produce.validation=header a compressed batch's records are checked
+// here first, since recompression reads them all anyway.
+func (s *Server) applyTopicCodec(c *conn, t *topic, recs []byte) ([]byte, int16, string) {
+	ps := t.produceSettings(s.cfg)
+	b := record.Batch(recs)
+	if !ps.recompress || b.Codec() == ps.codec {
+		return recs, 0, ""
+	}
+	if s.cfg.ProduceValidation != "full" {
+		if err := b.ValidateDeepWith(0, &c.rr, true); err != nil {
+			return nil, kerr.CorruptMessage.Code, err.Error()
+		}
+	}
+	out, err := b.AppendRecompressed(make([]byte, 0, len(recs)+64), ps.codec, 0)
+	if err != nil {
+		return nil, kerr.CorruptMessage.Code, "recompressing to compression.type " + ps.codec.String() + ": " + err.Error()
+	}
+	if code, msg := s.checkBatchSize(t, len(out)); code != 0 {
+		return nil, code, msg + " after recompression to " + ps.codec.String()
+	}
+	return out, 0, ""
+}
+
+// fetchCodecCheck is Kafka's KIP-110 rule for old consumers: a Fetch below
+// v10 cannot carry zstd, so on a topic whose compression.type is zstd (every
+// batch appended is zstd) it gets UNSUPPORTED_COMPRESSION_TYPE.
+func (s *Server) fetchCodecCheck(topic string, version int16) int16 {
+	if version >= 10 {
+		return 0
+	}
+	if t := s.topics.get(topic); t != nil {
+		if ps := t.produceSettings(s.cfg); ps.recompress && ps.codec == record.CodecZstd {
+			return kerr.UnsupportedCompressionType.Code
+		}
+	}
+	return 0
+}

@@ -1,0 +1,251 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
+)
+
+// TestTopicMaxMessageBytes: a batch over a topic's max.message.bytes is
+// refused with MESSAGE_TOO_LARGE while the same batch passes on a topic
+// without the override (broker message.max.bytes); raising the override with
+// IncrementalAlterConfigs lets it through at once; a bad value is
+// INVALID_CONFIG.
+func TestTopicMaxMessageBytes(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	cl := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	createTopicWith(t, cl, "small", 1, "max.message.bytes", "2000")
+	createTopicWith(t, cl, "big", 1)
+	val := bytes.Repeat([]byte("x"), 3000)
+	produce := func(topic string) error {
+		return cl.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: val}).FirstErr()
+	}
+	if err := produce("small"); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("3000-byte record on max.message.bytes=2000: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	if err := produce("big"); err != nil {
+		t.Fatalf("same record on a topic with the broker default: %v", err)
+	}
+	if end := s.topics.partition("small", 0).log.LogEndOffset(); end != 0 {
+		t.Fatalf("refused batch appended: end %d", end)
+	}
+	set := kmsg.IncrementalAlterConfigOpSet
+	if c := incAlter(t, s, 1, "small", "max.message.bytes", set, "-1"); c != kerr.InvalidConfig.Code {
+		t.Fatalf("max.message.bytes=-1: error %d, want INVALID_CONFIG", c)
+	}
+	if c := incAlter(t, s, 1, "small", "max.message.bytes", set, "10000"); c != 0 {
+		t.Fatalf("alter: %d", c)
+	}
+	if err := produce("small"); err != nil {
+		t.Fatalf("after raising max.message.bytes: %v", err)
+	}
+	if c := incAlter(t, s, 1, "big", "max.message.bytes", set, "100"); c != 0 {
+		t.Fatalf("alter: %d", c)
+	}
+	if err := produce("big"); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("after lowering max.message.bytes: %v, want MESSAGE_TOO_LARGE", err)
+	}
+}
+
+// segmentCodecs reads every batch of partition 0 of topic from its segment
+// files and returns their codecs.
+func segmentCodecs(t *testing.T, s *Server, topic string) []record.Codec {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(s.topics.partition(topic, 0).dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("segment files of %s: %v %v", topic, logs, err)
+	}
+	var out []record.Codec
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos := int64(0); pos < int64(len(b)); {
+			h, err := record.ParseEntryHeader(b[pos:], pos)
+			if err != nil {
+				t.Fatalf("%s at %d: %v", f, pos, err)
+			}
+			batch := record.Batch(b[pos : pos+h.TotalSize()])
+			if err := batch.ValidateDeep(pos); err != nil {
+				t.Fatalf("%s: stored batch at %d: %v", f, pos, err)
+			}
+			out = append(out, batch.Codec())
+			pos += h.TotalSize()
+		}
+	}
+	return out
+}
+
+// TestTopicCompressionType: on a topic with compression.type=zstd the broker
+// stores zstd batches whatever the producer sends (none, gzip, lz4), on one
+// with compression.type=uncompressed it stores uncompressed batches, with
+// the default (producer) it keeps the producer's codec; consumers read the
+// records unchanged (offsets, keys, values, headers, timestamps).
+func TestTopicCompressionType(t *testing.T) {
+	for _, mode := range []string{"full", "header"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startServer(t, t.TempDir(), "strata.produce.validation="+mode)
+			admin := newClient(t, s)
+			for _, c := range []struct {
+				topic, ct string
+				send      map[string]kgo.CompressionCodec
+				want      record.Codec // -1: the producer's
+			}{
+				{"to-zstd", "zstd", map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "lz4": kgo.Lz4Compression()}, record.CodecZstd},
+				{"to-none", "uncompressed", map[string]kgo.CompressionCodec{"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression()}, record.CodecNone},
+				{"as-sent", "producer", map[string]kgo.CompressionCodec{"gzip": kgo.GzipCompression()}, record.CodecGzip},
+			} {
+				createTopicWith(t, admin, c.topic, 1, "compression.type", c.ct)
+				var sent []*kgo.Record
+				for name, codec := range c.send {
+					cl := newClient(t, s, kgo.ProducerBatchCompression(codec), kgo.DefaultProduceTopic(c.topic))
+					var recs []*kgo.Record
+					for i := range 50 {
+						recs = append(recs, &kgo.Record{
+							Key:       fmt.Appendf(nil, "%s-k%d", name, i),
+							Value:     bytes.Repeat(fmt.Appendf(nil, "%s value %d ", name, i), 20),
+							Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte(name)}, {Key: "i", Value: fmt.Appendf(nil, "%d", i)}},
+							Timestamp: time.UnixMilli(1_750_000_000_000 + int64(i)),
+						})
+					}
+					if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+						t.Fatalf("%s: produce %s: %v", c.topic, name, err)
+					}
+					sent = append(sent, recs...)
+				}
+				for i, codec := range segmentCodecs(t, s, c.topic) {
+					if codec != c.want {
+						t.Fatalf("%s (compression.type=%s): stored batch %d is %v, want %v", c.topic, c.ct, i, codec, c.want)
+					}
+				}
+				got := consumeAll(t, s, c.topic, []int32{0}, len(sent))
+				if len(got) != len(sent) {
+					t.Fatalf("%s: consumed %d of %d", c.topic, len(got), len(sent))
+				}
+				for i, r := range got {
+					w := sent[i]
+					if r.Offset != int64(i) || !bytes.Equal(r.Key, w.Key) || !bytes.Equal(r.Value, w.Value) ||
+						!r.Timestamp.Equal(w.Timestamp) || len(r.Headers) != 2 ||
+						r.Headers[0].Key != "h" || !bytes.Equal(r.Headers[0].Value, w.Headers[0].Value) || r.Headers[1].Key != "i" ||
+						!bytes.Equal(r.Headers[1].Value, w.Headers[1].Value) {
+						t.Fatalf("%s: record %d: offset %d key %q ts %v headers %v, want key %q ts %v", c.topic, i, r.Offset, r.Key, r.Timestamp, r.Headers, w.Key, w.Timestamp)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBatchLargerThanSegment: a batch larger than the topic's segment.bytes
+// can never be stored; it is refused with RECORD_LIST_TOO_LARGE, as Kafka
+// does, and smaller batches keep going in.
+func TestBatchLargerThanSegment(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	r := dialRaw(t, s)
+	if c := createWithConfigs(t, r, "seg", "segment.bytes", "4096"); c != 0 {
+		t.Fatal(c)
+	}
+	p := r.roundTrip(produceRequest("seg", 0, makeBatch(t, 1, 6000), 9), 2).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.RecordListTooLarge.Code {
+		t.Fatalf("6000-byte batch on segment.bytes=4096: error %v, want RECORD_LIST_TOO_LARGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+	p = r.roundTrip(produceRequest("seg", 0, makeBatch(t, 1, 1000), 9), 3).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("small batch after: error %d base %d", p.ErrorCode, p.BaseOffset)
+	}
+}
+
+// TestFetchZstdTopicOldVersion: as Kafka (KIP-110), a Fetch below v10 of a
+// topic with compression.type=zstd gets UNSUPPORTED_COMPRESSION_TYPE, while
+// v10+ reads the records and other topics are served at any version.
+func TestFetchZstdTopicOldVersion(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	r := dialRaw(t, s)
+	if c := createWithConfigs(t, r, "zt", "compression.type", "zstd"); c != 0 {
+		t.Fatal(c)
+	}
+	if c := createWithConfigs(t, r, "plain"); c != 0 {
+		t.Fatal(c)
+	}
+	for i, topic := range []string{"zt", "plain"} {
+		p := r.roundTrip(produceRequest(topic, 0, makeBatch(t, 3, 100), 9), int32(10+i)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("produce %s: %d", topic, p.ErrorCode)
+		}
+	}
+	for _, c := range []struct {
+		topic   string
+		version int16
+		want    int16
+	}{
+		{"zt", 9, kerr.UnsupportedCompressionType.Code},
+		{"zt", 4, kerr.UnsupportedCompressionType.Code},
+		{"zt", 10, 0},
+		{"zt", 12, 0},
+		{"plain", 4, 0},
+	} {
+		req := fetchRequest(c.version, c.topic, 0, 0)
+		req.MaxWaitMillis = 0
+		p := r.roundTrip(req, 20).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != c.want {
+			t.Fatalf("fetch %s v%d: error %v, want %v", c.topic, c.version, kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(c.want))
+		}
+		if c.want == 0 {
+			b := record.Batch(p.RecordBatches)
+			if len(b) < record.BatchHeaderSize || b.NumRecords() != 3 {
+				t.Fatalf("fetch %s v%d: %d bytes", c.topic, c.version, len(p.RecordBatches))
+			}
+			if c.topic == "zt" && b.Codec() != record.CodecZstd {
+				t.Fatalf("zt stored %v", b.Codec())
+			}
+		}
+	}
+}
+
+// TestAlterCompressionTypeLive: compression.type changed with
+// IncrementalAlterConfigs applies to the next produce, and deleting the
+// override goes back to the broker default (producer: batches as sent).
+func TestAlterCompressionTypeLive(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	cl := newClient(t, s, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic("live-ct"))
+	createTopicWith(t, cl, "live-ct", 1)
+	produce := func(i int) {
+		t.Helper()
+		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte("compressible "), 50)}
+		if err := cl.ProduceSync(testCtx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	produce(0)
+	if c := incAlter(t, s, 1, "live-ct", "compression.type", set, "lz4"); c != 0 {
+		t.Fatalf("alter: %d", c)
+	}
+	produce(1)
+	if c := incAlter(t, s, 1, "live-ct", "compression.type", set, "brotli"); c != kerr.InvalidConfig.Code {
+		t.Fatalf("compression.type=brotli: error %d, want INVALID_CONFIG", c)
+	}
+	if c := incAlter(t, s, 1, "live-ct", "compression.type", del, nil); c != 0 {
+		t.Fatalf("delete: %d", c)
+	}
+	produce(2)
+	got := segmentCodecs(t, s, "live-ct")
+	want := []record.Codec{record.CodecGzip, record.CodecLZ4, record.CodecGzip}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored codecs %v, want %v", got, want)
+	}
+	if recs := consumeAll(t, s, "live-ct", []int32{0}, 3); string(recs[1].Key) != "k1" || len(recs[1].Value) != 650 {
+		t.Fatalf("record 1: key %q, %d value bytes", recs[1].Key, len(recs[1].Value))
+	}
+}
