@@ -215,12 +215,24 @@ func TestKcatProduceConsumeCodecs(t *testing.T) {
 					t.Fatalf("franz-go record %d: offset %d key %q value %q", i, r.Offset, r.Key, r.Value)
 				}
 			}
+			// lz4 included: librdkafka 2.0.2 sends lz4 only to brokers whose
+			// FindCoordinator range reaches v0 (its LZ4 feature flag).
+			// librdkafka sends a batch uncompressed when compressing does not
+			// shrink it (a lone short record, on a loaded machine where the
+			// linger ends early), so such batches may be uncompressed, but
+			// at least one batch must carry the codec.
+			compressed := 0
 			for i, c := range batchCodecs(t, s, topic, 0) {
-				// lz4 included: librdkafka 2.0.2 sends lz4 only to brokers whose
-				// FindCoordinator range reaches v0 (its LZ4 feature flag).
-				if c != wantCodec[name] {
+				switch c {
+				case wantCodec[name]:
+					compressed++
+				case 0:
+				default:
 					t.Fatalf("batch %d compression %d, want %d (%s)", i, c, wantCodec[name], name)
 				}
+			}
+			if compressed == 0 {
+				t.Fatalf("no batch is compressed with %s", name)
 			}
 		})
 	}
