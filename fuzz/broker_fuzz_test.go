@@ -131,6 +131,7 @@ func seedFrames(tb testing.TB) [][]byte {
 	ct.Topics = append(ct.Topics, ctt)
 
 	reqs := []kmsg.Request{av, av0, md, mdAll, produce(9, 1, batch), produce(3, -1, zbatch), produce(7, 0, batch), fetch, &fetch12, lo, ct}
+	reqs = append(reqs, groupSeeds()...)
 	var out [][]byte
 	for i, r := range reqs {
 		out = append(out, requestFrame(r, int32(i+1)))
@@ -266,6 +267,8 @@ func FuzzBrokerFrame(f *testing.F) {
 		"num.partitions=2",
 		"strata.shutdown.timeout.ms=1000",
 		"log.segment.bytes=1048576",
+		"group.initial.rebalance.delay.ms=0",
+		"offsets.topic.num.partitions=2",
 	}
 	cfg, err := server.LoadConfig("", ov, nil)
 	if err != nil {
