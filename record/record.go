@@ -110,16 +110,22 @@ type fieldReader struct {
 }
 
 func (f *fieldReader) varint(what string) int32 {
+	return f.varintSuffix(what, "")
+}
+
+// varintSuffix is varint for a field named what+suffix; the name is only
+// built on failure (this runs for every field of every record).
+func (f *fieldReader) varintSuffix(what, suffix string) int32 {
 	if f.err != "" {
 		return 0
 	}
 	v, n := readVarint(f.b)
 	switch n {
 	case varintShort:
-		f.err = what + ": varint runs past the record"
+		f.err = what + suffix + ": varint runs past the record"
 		return 0
 	case varintOverlong:
-		f.err = what + ": varint longer than 5 bytes or overflowing 32 bits"
+		f.err = what + suffix + ": varint longer than 5 bytes or overflowing 32 bits"
 		return 0
 	}
 	f.b = f.b[n:]
@@ -145,7 +151,7 @@ func (f *fieldReader) varlong(what string) int64 {
 
 // bytes reads a length-prefixed field; -1 is null when nullable.
 func (f *fieldReader) bytes(what string, nullable bool) []byte {
-	l := f.varint(what + " length")
+	l := f.varintSuffix(what, " length")
 	if f.err != "" {
 		return nil
 	}

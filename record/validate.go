@@ -29,6 +29,13 @@ func (b Batch) validateDeep(pos int64, rr *RecordReader, produce bool) error {
 	if err := b.Validate(pos); err != nil {
 		return err
 	}
+	return b.ValidateRecordsWith(pos, rr, produce)
+}
+
+// ValidateRecordsWith is ValidateDeepWith without Validate's header and CRC
+// checks, for a caller that has just run Validate itself (the broker's
+// produce path, which must not compute a megabyte's CRC twice).
+func (b Batch) ValidateRecordsWith(pos int64, rr *RecordReader, produce bool) error {
 	base, count, last := b.BaseOffset(), b.NumRecords(), b.LastOffsetDelta()
 	if produce {
 		switch {

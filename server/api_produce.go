@@ -129,7 +129,7 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	if !deep && b.Codec() != record.CodecNone && !compacted {
 		return 0, ""
 	}
-	if err := b.ValidateDeepWith(0, &c.rr, true); err != nil {
+	if err := b.ValidateRecordsWith(0, &c.rr, true); err != nil { // Validate ran above
 		switch {
 		case errors.Is(err, record.ErrCompression), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrCRC):
 			return kerr.CorruptMessage.Code, err.Error()

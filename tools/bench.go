@@ -23,6 +23,7 @@ func benchCommand() *cli.Command {
 			benchLogCommand(),
 			benchCleanCommand(),
 			benchRecoverCommand(),
+			benchBrokerCommand(),
 		},
 	}
 }

@@ -1,0 +1,315 @@
+package tools
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"runtime/trace"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/stratalog/strata/server"
+)
+
+func benchBrokerCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "broker",
+		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--validation full|header|both] [--runs K] [--json]",
+		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
+--bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
+data in a temporary directory (once per produce-validation mode, see --validation);
+with one it drives that broker, so the same driver measures any Kafka broker.
+
+Each run creates a new one-partition topic (CreateTopics) and:
+  produce  N records of S value bytes, acks=1, idempotence off, no compression,
+           the client's default batching (linger 10ms, 1 MB batches, 1 request
+           in flight), timed from the first Produce call to Flush returning;
+  consume  all N records from offset 0 with a fresh client
+           (--fetch-max-bytes, --fetch-partition-max-bytes);
+  latency  records at a fixed --latency-rate for --latency-seconds to a second
+           topic, a consumer polling it concurrently; each value carries its send
+           time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
+           latency producer does not linger (--latency-linger-ms 0): a 10 ms
+           linger alone would put the median near 5 ms.
+Beside them, limit_loopback_mb_per_sec: one plain TCP stream over 127.0.0.1 in the
+same run; every throughput is also printed as a ratio of it. MB = 10^6 bytes of
+record values. Figures are medians over --runs.
+
+Examples:
+   strata bench broker
+   strata bench broker --records 2000000 --runs 5 --json
+   strata bench broker --bootstrap-server 127.0.0.1:9092 --validation full`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT of a running broker (default: start one in process)"},
+			&cli.Int64Flag{Name: "records", Value: 1_000_000, Usage: "records to produce and consume"},
+			&cli.IntFlag{Name: "record-size", Value: 100, Usage: "value bytes per record (at least 16 for the latency stamp)"},
+			&cli.IntFlag{Name: "latency-rate", Value: 10_000, Usage: "records/s during the latency phase"},
+			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
+			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
+			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
+			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
+			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
+			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
+			&cli.StringFlag{Name: "trace", Usage: "write a runtime execution trace of the whole process to FILE"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+		},
+		Action: runBenchBroker,
+	}
+}
+
+// benchBrokerConfig holds the driver's settings.
+type benchBrokerConfig struct {
+	bootstrap      string
+	records        int64
+	recordSize     int
+	latencyRate    int
+	latencySeconds float64
+	latencyLinger  time.Duration
+	fetchMaxBytes  int32
+	fetchPartBytes int32
+	runs           int
+	topicPrefix    string
+}
+
+// BenchBrokerResult is the --json output of strata bench broker. Its
+// top-level figures are those of the first validation mode measured (full,
+// unless --validation header); Modes holds every mode.
+type BenchBrokerResult struct {
+	Bootstrap              string  `json:"bootstrap"`
+	InProcess              bool    `json:"in_process"`
+	Records                int64   `json:"records"`
+	RecordSize             int     `json:"record_size"`
+	Runs                   int     `json:"runs"`
+	Acks                   int     `json:"acks"`
+	Compression            string  `json:"compression"`
+	FetchMaxBytes          int32   `json:"fetch_max_bytes"`
+	FetchPartitionMaxBytes int32   `json:"fetch_partition_max_bytes"`
+	LatencyRate            int     `json:"latency_rate"`
+	LatencySeconds         float64 `json:"latency_seconds"`
+	LatencyLingerMs        int64   `json:"latency_linger_ms"`
+	LoadAvg1               float64 `json:"loadavg_1m"`
+	BenchBrokerFigures
+	Modes []BenchBrokerFigures `json:"modes"`
+}
+
+// BenchBrokerFigures are one validation mode's medians.
+type BenchBrokerFigures struct {
+	Validation            string    `json:"validation"`
+	ProduceSeconds        float64   `json:"produce_seconds"`
+	ProduceRecordsPerSec  float64   `json:"produce_records_per_sec"`
+	ProduceMBps           float64   `json:"produce_mb_per_sec"`
+	ConsumeSeconds        float64   `json:"consume_seconds"`
+	ConsumeRecordsPerSec  float64   `json:"consume_records_per_sec"`
+	ConsumeMBps           float64   `json:"consume_mb_per_sec"`
+	ProduceCPUSeconds     float64   `json:"produce_cpu_seconds"`
+	ConsumeCPUSeconds     float64   `json:"consume_cpu_seconds"`
+	LatencyRecords        int       `json:"latency_records"`
+	LatencyP50Ms          float64   `json:"latency_p50_ms"`
+	LatencyP99Ms          float64   `json:"latency_p99_ms"`
+	LatencyP999Ms         float64   `json:"latency_p999_ms"`
+	LatencyMaxMs          float64   `json:"latency_max_ms"`
+	LimitLoopbackMBps     float64   `json:"limit_loopback_mb_per_sec"`
+	ProduceVsLimit        float64   `json:"produce_vs_limit"`
+	ConsumeVsLimit        float64   `json:"consume_vs_limit"`
+	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
+	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
+	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
+}
+
+func runBenchBroker(c *cli.Context) error {
+	cfg := benchBrokerConfig{
+		bootstrap: c.String("bootstrap-server"), records: c.Int64("records"), recordSize: c.Int("record-size"),
+		latencyRate: c.Int("latency-rate"), latencySeconds: c.Float64("latency-seconds"),
+		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
+		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
+		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
+	}
+	switch {
+	case cfg.records < 1 || cfg.runs < 1:
+		return usageErr("--records and --runs must be positive")
+	case cfg.recordSize < latencyStampSize:
+		return usageErr("--record-size must be at least %d (the latency stamp)", latencyStampSize)
+	case cfg.latencySeconds < 0 || (cfg.latencySeconds > 0 && cfg.latencyRate < 1):
+		return usageErr("--latency-seconds must not be negative and --latency-rate must be positive")
+	case cfg.fetchMaxBytes < 1 || cfg.fetchPartBytes < 1:
+		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
+	case c.Int("latency-linger-ms") < 0:
+		return usageErr("--latency-linger-ms must not be negative")
+	}
+	modes, err := benchValidationModes(c.String("validation"), cfg.bootstrap != "")
+	if err != nil {
+		return err
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return failErr(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return failErr(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if p := c.String("trace"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return failErr(err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return failErr(err)
+		}
+		defer trace.Stop()
+	}
+	res := BenchBrokerResult{
+		Bootstrap: cfg.bootstrap, InProcess: cfg.bootstrap == "", Records: cfg.records, RecordSize: cfg.recordSize,
+		Runs: cfg.runs, Acks: 1, Compression: "none", FetchMaxBytes: cfg.fetchMaxBytes, FetchPartitionMaxBytes: cfg.fetchPartBytes,
+		LatencyRate: cfg.latencyRate, LatencySeconds: cfg.latencySeconds, LatencyLingerMs: cfg.latencyLinger.Milliseconds(),
+		LoadAvg1: loadAvg1(),
+	}
+	for _, mode := range modes {
+		figs, boot, err := benchBrokerMode(c, cfg, mode)
+		if err != nil {
+			return err
+		}
+		if res.InProcess {
+			res.Bootstrap = boot
+		}
+		res.Modes = append(res.Modes, figs)
+	}
+	res.BenchBrokerFigures = res.Modes[0]
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, res)
+	}
+	printBenchBroker(c.App.Writer, &res)
+	return nil
+}
+
+// benchValidationModes resolves --validation.
+func benchValidationModes(v string, external bool) ([]string, error) {
+	switch {
+	case v == "" && external:
+		return []string{"external"}, nil
+	case v == "" || v == "both":
+		if external {
+			return nil, usageErr("--validation both needs the in-process broker")
+		}
+		return []string{"full", "header"}, nil
+	case v == "full" || v == "header":
+		return []string{v}, nil
+	}
+	return nil, usageErr("--validation must be full, header or both, not %q", v)
+}
+
+// benchBrokerMode runs --runs rounds against one broker (started here for
+// the in-process modes) and returns the medians and the bootstrap address.
+func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchBrokerFigures, string, error) {
+	figs := BenchBrokerFigures{Validation: mode}
+	boot := cfg.bootstrap
+	if boot == "" {
+		dir, err := os.MkdirTemp("", "strata-bench-broker-")
+		if err != nil {
+			return figs, "", failErr(err)
+		}
+		defer os.RemoveAll(dir)
+		srv, err := startBenchServer(dir, mode, c.App.ErrWriter)
+		if err != nil {
+			return figs, "", failErr(err)
+		}
+		defer srv.Close()
+		boot = srv.Addr().String()
+	}
+	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
+	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
+	for run := 0; run < cfg.runs; run++ {
+		l, err := loopbackLimit(256 << 20)
+		if err != nil {
+			return figs, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+		}
+		lim = append(lim, l)
+		r, err := benchBrokerRun(cfg, boot, fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
+		if err != nil {
+			return figs, boot, err
+		}
+		prodS = append(prodS, r.produce.Seconds())
+		prodR = append(prodR, float64(cfg.records)/r.produce.Seconds())
+		prodMB = append(prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
+		consS = append(consS, r.consume.Seconds())
+		consR = append(consR, float64(cfg.records)/r.consume.Seconds())
+		consMB = append(consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
+		prodCPU, consCPU = append(prodCPU, r.produceCPU.Seconds()), append(consCPU, r.consumeCPU.Seconds())
+		p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
+		figs.LatencyRecords = r.latencyRecords
+	}
+	bar.done()
+	figs.ProduceRecordsPerSecs = append([]float64(nil), prodR...)
+	figs.ConsumeRecordsPerSecs = append([]float64(nil), consR...)
+	figs.LatencyP99Runs = append([]float64(nil), p99...)
+	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(prodS), median(prodR), median(prodMB)
+	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(consS), median(consR), median(consMB)
+	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
+	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(prodCPU), median(consCPU)
+	figs.LimitLoopbackMBps = median(lim)
+	if figs.LimitLoopbackMBps > 0 {
+		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
+		figs.ConsumeVsLimit = figs.ConsumeMBps / figs.LimitLoopbackMBps
+	}
+	return figs, boot, nil
+}
+
+// startBenchServer starts a broker on an ephemeral loopback port; its logs
+// go to w at warn level and above.
+func startBenchServer(dir, validation string, w io.Writer) (*server.Server, error) {
+	cfg, err := server.LoadConfig("", []string{
+		"listeners=PLAINTEXT://127.0.0.1:0",
+		"log.dirs=" + dir,
+		"strata.produce.validation=" + validation,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return server.Start(cfg, &server.Options{Logger: log})
+}
+
+func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
+	where := res.Bootstrap
+	if res.InProcess {
+		where = "in-process strata broker at " + where
+	}
+	fmt.Fprintf(w, "strata bench broker: %d records of %d B, one partition, acks=1, no compression, %s, median of %d runs (load average %.2f)\n",
+		res.Records, res.RecordSize, where, res.Runs, res.LoadAvg1)
+	for _, m := range res.Modes {
+		fmt.Fprintf(w, "  validation %s\n", m.Validation)
+		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
+			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
+		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
+			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
+		fmt.Fprintf(w, "    process CPU: produce %.2f s (%.2f cores), consume %.2f s (%.2f cores)\n",
+			m.ProduceCPUSeconds, m.ProduceCPUSeconds/m.ProduceSeconds, m.ConsumeCPUSeconds, m.ConsumeCPUSeconds/m.ConsumeSeconds)
+		if m.LatencyRecords > 0 {
+			fmt.Fprintf(w, "    latency  at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records)\n",
+				res.LatencyRate, m.LatencyP50Ms, m.LatencyP99Ms, m.LatencyP999Ms, m.LatencyMaxMs, m.LatencyRecords)
+		}
+	}
+}
+
+// loadAvg1 is the 1-minute load average, or 0 when unknown.
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return 0
+	}
+	return l
+}

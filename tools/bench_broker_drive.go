@@ -1,0 +1,316 @@
+package tools
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+)
+
+// latencyStampSize is the send time (ns since the phase began) and the
+// sequence number at the head of every latency record's value.
+const latencyStampSize = 16
+
+// latencyWarmup is the start of the latency phase left out of the figures
+// (connections, metadata, the consumer's first fetch).
+const latencyWarmup = 500 * time.Millisecond
+
+// benchRun is one run's measurements.
+type benchRun struct {
+	produce, consume       time.Duration
+	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
+	latencyRecords         int
+	p50, p99, p999, max    float64 // milliseconds
+}
+
+// benchBrokerRun produces and consumes cfg.records on topic, then measures
+// latency on topic+"-latency".
+func benchBrokerRun(cfg benchBrokerConfig, boot, topic string, bar *progress) (benchRun, error) {
+	var r benchRun
+	var err error
+	cpu0 := processCPU()
+	if r.produce, err = benchProduce(cfg, boot, topic, bar); err != nil {
+		return r, failErr(fmt.Errorf("produce: %w", err))
+	}
+	cpu1 := processCPU()
+	if r.consume, err = benchConsume(cfg, boot, topic, bar); err != nil {
+		return r, failErr(fmt.Errorf("consume: %w", err))
+	}
+	r.produceCPU, r.consumeCPU = cpu1-cpu0, processCPU()-cpu1
+	if cfg.latencySeconds > 0 {
+		lats, err := benchLatency(cfg, boot, topic+"-latency")
+		if err != nil {
+			return r, failErr(fmt.Errorf("latency: %w", err))
+		}
+		r.latencyRecords = len(lats)
+		r.p50, r.p99, r.p999, r.max = quantileMs(lats, 0.5), quantileMs(lats, 0.99), quantileMs(lats, 0.999), quantileMs(lats, 1)
+	}
+	return r, nil
+}
+
+// producerOpts are the driver's producer settings: acks=1, idempotence off,
+// no compression, one explicit partition; everything else the client's
+// defaults.
+func producerOpts(boot string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(boot),
+		kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	}
+}
+
+// createBenchTopic creates a one-partition topic (an existing one is fine)
+// and waits until its leader is known.
+func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10_000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("CreateTopics %s: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("CreateTopics %s: %w", topic, err)
+		}
+	}
+	for {
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		mreq.Topics = append(mreq.Topics, mt)
+		mresp, err := mreq.RequestWith(ctx, cl)
+		if err == nil && len(mresp.Topics) == 1 && mresp.Topics[0].ErrorCode == 0 &&
+			len(mresp.Topics[0].Partitions) > 0 && mresp.Topics[0].Partitions[0].Leader >= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s has no leader: %w", topic, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// benchProduce produces cfg.records values of cfg.recordSize bytes and
+// returns the time from the first Produce call to Flush returning. Records
+// are recycled once their promise has run, so the driver's own garbage
+// stays small.
+func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(producerOpts(boot)...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if err := createBenchTopic(ctx, cl, topic); err != nil {
+		return 0, err
+	}
+	val := make([]byte, cfg.recordSize)
+	for i := range val {
+		val[i] = 'a' + byte(i%26)
+	}
+	pool := sync.Pool{New: func() any { return new(kgo.Record) }}
+	var failed atomic.Pointer[error]
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+		}
+		pool.Put(r)
+	}
+	t0 := time.Now()
+	for i := int64(0); i < cfg.records; i++ {
+		r := pool.Get().(*kgo.Record)
+		*r = kgo.Record{Topic: topic, Partition: 0, Value: val}
+		cl.Produce(ctx, r, promise)
+		if i%65536 == 65535 {
+			bar.add(65536 * int64(cfg.recordSize))
+			if failed.Load() != nil {
+				break
+			}
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, err
+	}
+	d := time.Since(t0)
+	if e := failed.Load(); e != nil {
+		return 0, *e
+	}
+	return d, nil
+}
+
+// benchConsume reads cfg.records from offset 0 with a new client and checks
+// every value's size.
+func benchConsume(cfg benchBrokerConfig, boot, topic string, bar *progress) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(boot),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(cfg.fetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(cfg.fetchPartBytes),
+		kgo.FetchMaxWait(time.Second),
+	)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var n, next int64
+	var bad error
+	t0 := time.Now()
+	for n < cfg.records && bad == nil {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("consumed %d of %d records: %w", n, cfg.records, err)
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			bad = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			switch {
+			case bad != nil:
+			case r.Offset != next:
+				bad = fmt.Errorf("record at offset %d, want %d", r.Offset, next)
+			case len(r.Value) != cfg.recordSize:
+				bad = fmt.Errorf("record at offset %d has %d value bytes, want %d", r.Offset, len(r.Value), cfg.recordSize)
+			}
+			next++
+		})
+		bar.add((next - n) * int64(cfg.recordSize))
+		n = next
+	}
+	d := time.Since(t0)
+	if bad != nil {
+		return 0, bad
+	}
+	return d, nil
+}
+
+// benchLatency produces at cfg.latencyRate for latencyWarmup plus
+// cfg.latencySeconds while a consumer polls the topic, and returns each
+// post-warm-up record's receive time minus its send time.
+func benchLatency(cfg benchBrokerConfig, boot, topic string) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.latencySeconds*float64(time.Second))+time.Minute)
+	defer cancel()
+	prod, err := kgo.NewClient(append(producerOpts(boot), kgo.ProducerLinger(cfg.latencyLinger))...)
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	if err := createBenchTopic(ctx, prod, topic); err != nil {
+		return nil, err
+	}
+	cons, err := kgo.NewClient(
+		kgo.SeedBrokers(boot),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+
+	interval := time.Second / time.Duration(cfg.latencyRate)
+	warm := int64(latencyWarmup / interval)
+	total := warm + int64(cfg.latencySeconds*float64(cfg.latencyRate))
+	base := time.Now()
+	lats := make([]time.Duration, 0, total-warm)
+	got := make(chan error, 1)
+	go func() {
+		var n int64
+		for n < total {
+			fs := cons.PollFetches(ctx)
+			now := time.Since(base)
+			if err := ctx.Err(); err != nil {
+				got <- fmt.Errorf("received %d of %d records: %w", n, total, err)
+				return
+			}
+			var ferr error
+			fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
+			if ferr != nil {
+				got <- ferr
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				n++
+				if len(r.Value) < latencyStampSize {
+					return
+				}
+				sent := time.Duration(binary.BigEndian.Uint64(r.Value))
+				if seq := int64(binary.BigEndian.Uint64(r.Value[8:])); seq >= warm {
+					lats = append(lats, now-sent)
+				}
+			})
+		}
+		got <- nil
+	}()
+
+	var failed atomic.Pointer[error]
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+		}
+	}
+	for i := int64(0); i < total && failed.Load() == nil; {
+		// Send every record that is due, then sleep until the next one is:
+		// Go's timers are about a millisecond coarse, so records leave in
+		// small bursts, each stamped as it is handed to the client.
+		due := int64(time.Since(base) / interval)
+		for ; i < total && i <= due; i++ {
+			v := make([]byte, cfg.recordSize)
+			binary.BigEndian.PutUint64(v, uint64(time.Since(base)))
+			binary.BigEndian.PutUint64(v[8:], uint64(i))
+			prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: v}, promise)
+		}
+		if i < total {
+			time.Sleep(time.Duration(i)*interval - time.Since(base))
+		}
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if e := failed.Load(); e != nil {
+		return nil, *e
+	}
+	if err := <-got; err != nil {
+		return nil, err
+	}
+	return lats, nil
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// quantileMs is the q-quantile of ds in milliseconds (nearest rank; ds is
+// sorted in place).
+func quantileMs(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	if !sort.SliceIsSorted(ds, func(i, j int) bool { return ds[i] < ds[j] }) {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	}
+	k := int(q*float64(len(ds))+0.999999) - 1
+	k = max(0, min(k, len(ds)-1))
+	return float64(ds[k]) / 1e6
+}
