@@ -78,12 +78,12 @@ func main() {
 		}
 		rep.limits = append(rep.limits, m)
 		if cfg.storage {
-			if err := runStorageTable(cfg, rep); err != nil {
+			if err := runStorageTable(cfg, rep, run); err != nil {
 				fatalf("%v", err)
 			}
 		}
 		if cfg.protocol {
-			if err := runProtocolTable(&cfg, rep); err != nil {
+			if err := runProtocolTable(&cfg, rep, run); err != nil {
 				fatalf("%v", err)
 			}
 		}
@@ -104,7 +104,10 @@ func main() {
 	logf("wrote %s and charts in %s", cfg.out, cfg.charts)
 }
 
-func runStorageTable(cfg config, rep *report) error {
+// runStorageTable runs every storage case once. The engine order rotates with
+// the run, so no engine always runs right after the same neighbour or first
+// into a cold machine.
+func runStorageTable(cfg config, rep *report, run int) error {
 	for _, size := range cfg.sizes {
 		recs := newRecords(size)
 		for _, p := range policies {
@@ -112,7 +115,9 @@ func runStorageTable(cfg config, rep *report) error {
 			if p == PolicyEvery {
 				n = cfg.recordsSync
 			}
-			for _, e := range engines() {
+			all := engines()
+			for i := range all {
+				e := all[(i+run)%len(all)]
 				if !wanted(cfg, e.Name()) || e.Mapping(p) == "" {
 					continue
 				}

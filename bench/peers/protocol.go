@@ -91,7 +91,7 @@ func buildBinaries(cfg *config) (binaries, error) {
 	return b, nil
 }
 
-func runProtocolTable(cfg *config, rep *report) error {
+func runProtocolTable(cfg *config, rep *report, run int) error {
 	if rep.bins.strata == "" {
 		logf("building strata, kfakebroker and jsbroker")
 		b, err := buildBinaries(cfg)
@@ -106,7 +106,8 @@ func runProtocolTable(cfg *config, rep *report) error {
 			if pol == "fsync" {
 				n = cfg.protoRecordsSync
 			}
-			for _, e := range protoEngines {
+			for i := range protoEngines {
+				e := protoEngines[(i+run)%len(protoEngines)]
 				if !wanted(*cfg, e) {
 					continue
 				}
