@@ -37,7 +37,7 @@ func (r *report) writeCharts() error {
 				}
 				vals := make(plotter.Values, len(cols))
 				for i, c := range cols {
-					if ref := c.get(r, "strata", size).median(); ref > 0 {
+					if ref := c.get(r, c.ref(e.Name()), size).median(); ref > 0 {
 						vals[i] = c.get(r, e.Name(), size).median() / ref
 					}
 				}
@@ -67,7 +67,7 @@ func (r *report) writeCharts() error {
 					ref, s := r.protocol[protoKey{"strata", size, pol}], r.protocol[protoKey{e, size, pol}]
 					for _, f := range protoFigures() {
 						v := 0.0
-						if ref != nil && s != nil && f.get(ref).median() > 0 {
+						if ref != nil && s != nil && f.get(ref).median() > 0 && f.get(s).median() > 0 {
 							v = f.get(s).median() / f.get(ref).median()
 						}
 						vals = append(vals, v)

@@ -58,5 +58,5 @@ type Writer interface {
 
 // engines lists every engine in table order; strata first.
 func engines() []Engine {
-	return []Engine{strataEngine{}, tidwallEngine{}, etcdEngine{}, raftWALEngine{}, liftbridgeEngine{}, roseEngine{}}
+	return []Engine{strataEngine{}, strataBatchEngine{}, tidwallEngine{}, etcdEngine{}, raftWALEngine{}, liftbridgeEngine{}, roseEngine{}}
 }

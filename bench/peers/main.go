@@ -35,6 +35,9 @@ func main() {
 	var cfg config
 	var sizes string
 	var n100, n1k int
+	var save, render string
+	flag.StringVar(&save, "save", "results.json", "with -out: write every run's raw figures here as JSON")
+	flag.StringVar(&render, "render", "", "render -out and the charts from a -save file instead of running")
 	flag.StringVar(&cfg.out, "out", "", "write the report (markdown) here; empty: stdout only")
 	flag.StringVar(&cfg.charts, "charts", "charts", "directory for the PNG charts")
 	flag.IntVar(&cfg.runs, "runs", 3, "repetitions; medians are quoted with min-max")
@@ -69,6 +72,14 @@ func main() {
 	if cfg.runs < 1 || cfg.batch < 1 || cfg.batch >= poolSize || cfg.recordsSync < 1 {
 		fatalf("-runs, -batch and -records-sync must be positive and -batch below %d", poolSize)
 	}
+	if render != "" {
+		rep, err := loadReport(render, cfg)
+		if err != nil {
+			fatalf("-render: %v", err)
+		}
+		finish(rep, "")
+		return
+	}
 	rep := &report{cfg: cfg, started: time.Now(), load: loadAvg(), machine: describeMachine(cfg.base)}
 	for run := 0; run < cfg.runs; run++ {
 		logf("run %d of %d: machine limits", run+1, cfg.runs)
@@ -90,18 +101,31 @@ func main() {
 	}
 	rep.loadEnd = loadAvg()
 	rep.finished = time.Now()
+	if rep.bins.dir != "" {
+		os.RemoveAll(rep.bins.dir)
+	}
+	finish(rep, save)
+}
+
+// finish writes the raw results (when save is set), the report and the charts.
+func finish(rep *report, save string) {
+	if save != "" && rep.cfg.out != "" {
+		if err := rep.save(save); err != nil {
+			fatalf("-save: %v", err)
+		}
+	}
 	md := rep.markdown()
-	if cfg.out == "" {
+	if rep.cfg.out == "" {
 		fmt.Print(md)
 		return
 	}
 	if err := rep.writeCharts(); err != nil {
 		fatalf("charts: %v", err)
 	}
-	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(rep.cfg.out, []byte(md), 0o644); err != nil {
 		fatalf("%v", err)
 	}
-	logf("wrote %s and charts in %s", cfg.out, cfg.charts)
+	logf("wrote %s and charts in %s", rep.cfg.out, rep.cfg.charts)
 }
 
 // runStorageTable runs every storage case once. The engine order rotates with

@@ -39,6 +39,9 @@ type protoResult struct {
 	P99      float64 `json:"latency_p99_ms"`
 	P999     float64 `json:"latency_p999_ms"`
 	Loopback float64 `json:"limit_loopback_mb_per_sec"`
+	// LatencyErr says why the latency phase failed (JetStream only); the
+	// latencies are then negative and printed n/a.
+	LatencyErr string `json:"-"`
 }
 
 type protoFigure struct {
@@ -67,14 +70,14 @@ func fmtFig(v float64, f protoFigure) string {
 // protoEngines are the brokers, strata first.
 var protoEngines = []string{"strata", "kfake", "nats jetstream"}
 
-type binaries struct{ strata, kfake, js string }
+type binaries struct{ dir, strata, kfake, js string }
 
 func buildBinaries(cfg *config) (binaries, error) {
 	dir, err := os.MkdirTemp("", "peers-bin-*")
 	if err != nil {
 		return binaries{}, err
 	}
-	b := binaries{strata: cfg.strataBin, kfake: filepath.Join(dir, "kfakebroker"), js: filepath.Join(dir, "jsbroker")}
+	b := binaries{dir: dir, strata: cfg.strataBin, kfake: filepath.Join(dir, "kfakebroker"), js: filepath.Join(dir, "jsbroker")}
 	if b.strata == "" {
 		b.strata = filepath.Join(dir, "strata")
 		cmd := exec.Command("go", "build", "-o", b.strata, "github.com/stratalog/strata")
@@ -121,6 +124,9 @@ func runProtocolTable(cfg *config, rep *report, run int) error {
 				logf("  %-15s %5d B %-6s %7d records  produce %9.0f/s  consume %9.0f/s  p50 %.2f ms  p99 %.2f ms  (%.1f s)",
 					e, size, pol, n, res.Produce, res.Consume, res.P50, res.P99, time.Since(t0).Seconds())
 				rep.addProto(protoKey{e, size, pol}, res)
+				if res.LatencyErr != "" {
+					rep.addProtoErr(e, fmt.Sprintf("%d B %s, latency phase: %s", size, pol, res.LatencyErr))
+				}
 			}
 		}
 	}
@@ -287,6 +293,9 @@ func (r *report) addProto(k protoKey, res protoResult) {
 func (r *report) addProtoErr(engine, msg string) {
 	if r.protoErr == nil {
 		r.protoErr = map[string]string{}
+	}
+	if old := r.protoErr[engine]; old != "" {
+		msg = old + "; " + msg
 	}
 	r.protoErr[engine] = msg
 }

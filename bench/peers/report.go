@@ -50,9 +50,11 @@ func (r *report) addStorage(engine string, size int, p Policy, res storageResult
 
 // column is one figure column of a storage table.
 type column struct {
-	title string
-	get   func(r *report, engine string, size int) sample
-	limit func(m machineLimits, size, batch int) float64 // records/s bound
+	title  string
+	policy Policy
+	read   bool // the read-back column (compared with strata whatever the policy)
+	get    func(r *report, engine string, size int) sample
+	limit  func(m machineLimits, size, batch int) float64 // records/s bound
 }
 
 func storageColumns() []column {
@@ -60,7 +62,8 @@ func storageColumns() []column {
 	for _, p := range policies {
 		p := p
 		cols = append(cols, column{
-			title: "append, " + p.String(),
+			title:  "append, " + p.String(),
+			policy: p,
 			get: func(r *report, e string, size int) sample {
 				if s := r.storage[storageKey{e, size, p}]; s != nil {
 					return s.appendPerSec
@@ -81,6 +84,7 @@ func storageColumns() []column {
 	}
 	cols = append(cols, column{
 		title: "read back (reopened)",
+		read:  true,
 		get: func(r *report, e string, size int) sample {
 			// Reads of the large-N logs only (none and batch policies).
 			var s sample
@@ -183,10 +187,14 @@ func (r *report) storageMarkdown(w func(string, ...any)) {
 					w(" n/a |")
 					continue
 				}
-				ref := c.get(r, "strata", size).median()
+				refName := c.ref(e.Name())
+				ref := c.get(r, refName, size).median()
 				w(" %s", cell(s, size))
-				if ref > 0 {
+				if ref > 0 && e.Name() != refName {
 					w(" ×%.2f", s.median()/ref)
+					if refName != strataName {
+						w(" of B-record strata")
+					}
 				}
 				w(" |")
 			}
@@ -198,7 +206,7 @@ func (r *report) storageMarkdown(w func(string, ...any)) {
 			for _, m := range r.limits {
 				s = append(s, c.limit(m, size, r.cfg.batch))
 			}
-			ref := c.get(r, "strata", size).median()
+			ref := c.get(r, strataName, size).median()
 			w(" *%s/s*", si(s.median()))
 			if ref > 0 {
 				w(" (strata ×%.2f of it)", ref/s.median())
@@ -225,4 +233,12 @@ func (r *report) storageMarkdown(w func(string, ...any)) {
 // cell prints a records/s sample as "median/s · MB/s (min–max)".
 func cell(s sample, size int) string {
 	return fmt.Sprintf("%s/s · %s MB/s (%s–%s)", si(s.median()), si(s.median()*float64(size)/1e6), si(s.min()), si(s.max()))
+}
+
+// ref names the strata row an engine is compared with in this column.
+func (c column) ref(engine string) string {
+	if c.read {
+		return strataName
+	}
+	return reference(engine, c.policy)
 }
