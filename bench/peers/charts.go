@@ -14,7 +14,12 @@ import (
 var palette = []color.Color{
 	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
 	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255},
 }
+
+// chartCap is the largest ratio drawn; taller bars are cut at it (the table
+// has the figure), so one outlier does not flatten every other bar.
+const chartCap = 3.0
 
 // writeCharts draws one grouped bar chart per table: each group is a column
 // of the table, each bar an engine's median as a ratio to strata's (strata =
@@ -91,6 +96,18 @@ type barSeries struct {
 
 func drawBars(path, title string, groups []string, series []barSeries) error {
 	p := plot.New()
+	top, clipped := 0.0, false
+	for _, s := range series {
+		for i, v := range s.vals {
+			if v > chartCap {
+				s.vals[i], clipped = chartCap, true
+			}
+			top = max(top, s.vals[i])
+		}
+	}
+	if clipped {
+		title += fmt.Sprintf("; bars cut at %.0f×", chartCap)
+	}
 	p.Title.Text = title
 	p.Y.Label.Text = "ratio to strata (strata = 1)"
 	p.Legend.Top = true
@@ -112,5 +129,6 @@ func drawBars(path, title string, groups []string, series []barSeries) error {
 	p.Add(one)
 	p.NominalX(groups...)
 	p.Y.Min = 0
+	p.Y.Max = max(top, 1) * 1.4 // room for the legend above the bars
 	return p.Save(vg.Length(len(groups))*vg.Points(float64(len(series))*14+40)+vg.Inch, 5*vg.Inch, path)
 }

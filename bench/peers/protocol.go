@@ -282,9 +282,11 @@ func (r *report) addProto(k protoKey, res protoResult) {
 	}
 	s.produce = append(s.produce, res.Produce)
 	s.consume = append(s.consume, res.Consume)
-	s.p50 = append(s.p50, res.P50)
-	s.p99 = append(s.p99, res.P99)
-	s.p999 = append(s.p999, res.P999)
+	if res.P50 >= 0 { // negative: the latency phase failed in this run
+		s.p50 = append(s.p50, res.P50)
+		s.p99 = append(s.p99, res.P99)
+		s.p999 = append(s.p999, res.P999)
+	}
 	if res.Loopback > 0 {
 		s.loopback = append(s.loopback, res.Loopback)
 	}

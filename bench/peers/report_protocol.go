@@ -36,12 +36,15 @@ func (r *report) protocolMarkdown(w func(string, ...any)) {
 				}{{func(s *protoSample) sample { return s.produce }, false}, {func(s *protoSample) sample { return s.consume }, false},
 					{func(s *protoSample) sample { return s.p50 }, true}, {func(s *protoSample) sample { return s.p99 }, true}, {func(s *protoSample) sample { return s.p999 }, true}} {
 					v := f.get(s)
-					if v.median() < 0 {
+					if len(v) == 0 {
 						w(" n/a |")
 						continue
 					}
 					if f.ms {
 						w(" %.2f ms (%.2f–%.2f)", v.median(), v.min(), v.max())
+						if len(v) < len(s.produce) {
+							w(" in %d of %d runs", len(v), len(s.produce))
+						}
 					} else {
 						w(" %s", cell(v, size))
 					}

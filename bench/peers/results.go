@@ -107,7 +107,10 @@ func loadReport(path string, cfg config) (*report, error) {
 	}
 	for _, v := range s.ProtocolRuns {
 		for i := range v.Produce {
-			res := protoResult{Produce: v.Produce[i], Consume: v.Consume[i], P50: v.P50[i], P99: v.P99[i], P999: v.P999[i]}
+			res := protoResult{Produce: v.Produce[i], Consume: v.Consume[i], P50: -1, P99: -1, P999: -1}
+			if i < len(v.P50) {
+				res.P50, res.P99, res.P999 = v.P50[i], v.P99[i], v.P999[i]
+			}
 			if i < len(v.Loopback) {
 				res.Loopback = v.Loopback[i]
 			}
