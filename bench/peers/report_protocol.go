@@ -59,7 +59,7 @@ func (r *report) protocolMarkdown(w func(string, ...any)) {
 		w("\n")
 	}
 	if len(r.protoErr) > 0 {
-		w("Runs whose latency phase failed (n/a above, or counted in in k of 3 runs):\n\n")
+		w("Runs whose latency phase failed (n/a above, or shown as in k of 3 runs):\n\n")
 		for _, e := range protoEngines {
 			if m, ok := r.protoErr[e]; ok {
 				w("- %s: %s\n", e, m)
