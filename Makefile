@@ -5,7 +5,7 @@ FUZZTIME  ?= 30s
 BENCHDIR  ?= $(shell mktemp -u /tmp/strata-bench.XXXXXX)
 PKGS       = ./...
 
-.PHONY: build test vet fmt-check unit crash fuzz fuzz-short bench run deps
+.PHONY: build test vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
 
 build:
 	$(GO) build -o strata .
@@ -45,3 +45,9 @@ fuzz:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./index ./record ./segment
 	./strata bench log --dir $(BENCHDIR) --records 1000000 --record-size 100 --batch-records 1000
+
+# bench-peers runs bench/peers (a nested module: its peers' dependencies stay out
+# of go.mod): strata's log and broker beside peer engines, several runs, medians;
+# writes BENCHMARKS.md and the PNG charts in bench/peers/charts.
+bench-peers:
+	cd bench/peers && $(GO) run . -out ../../BENCHMARKS.md -charts charts -runs $(or $(RUNS),3)

@@ -1,0 +1,84 @@
+package main
+
+import "fmt"
+
+// floorsMarkdown checks issue 8's floors against this run's medians and lists
+// every place strata is not ahead.
+func (r *report) floorsMarkdown(w func(string, ...any)) {
+	w("## Floors (issue 8) in this run\n\n")
+	var behind []string
+	checked := 0
+	if r.cfg.storage {
+		for _, size := range r.cfg.sizes {
+			for _, c := range storageColumns() {
+				best, bestName, bestRef := 0.0, "", 0.0
+				for _, e := range engines() {
+					if e.Name() == strataName || e.Name() == strataBatchName {
+						continue
+					}
+					ref := c.get(r, c.ref(e.Name()), size).median()
+					v := c.get(r, e.Name(), size).median()
+					if v == 0 || ref == 0 {
+						continue
+					}
+					checked++
+					if v > ref {
+						behind = append(behind, fmt.Sprintf("storage %d B, %s: %s %s/s > %s %s/s (strata ×%.2f)", size, c.title, e.Name(), si(v), c.ref(e.Name()), si(ref), ref/v))
+					}
+					if v > best {
+						best, bestName, bestRef = v, e.Name(), ref
+					}
+				}
+				if c.policy == PolicyEvery && !c.read && best > 0 {
+					ok := "met"
+					if bestRef < 0.95*best {
+						ok = "NOT met"
+					}
+					w("- %d B, fsync every append (fsync bounds every engine): strata %s/s vs best peer %s %s/s = ×%.2f; floor ≥ 0.95: **%s**\n", size, si(bestRef), bestName, si(best), bestRef/best, ok)
+				}
+			}
+		}
+	}
+	if r.cfg.protocol {
+		for _, k := range r.protoKeys() {
+			if k.engine == "strata" {
+				continue
+			}
+			ref := r.protocol[protoKey{"strata", k.size, k.policy}]
+			s := r.protocol[k]
+			if ref == nil || s == nil {
+				continue
+			}
+			for _, f := range protoFigures() {
+				a, b := f.get(ref).median(), f.get(s).median()
+				if a <= 0 || b <= 0 {
+					continue
+				}
+				checked++
+				if (f.lowerBetter && b < a) || (!f.lowerBetter && b > a) {
+					behind = append(behind, fmt.Sprintf("protocol %d B %s, %s: %s %s vs strata %s", k.size, k.policy, f.name, k.engine, fmtFig(b, f), fmtFig(a, f)))
+				}
+			}
+		}
+	}
+	w("- %d engine-vs-strata comparisons where both ran; strata is ahead in %d of them.\n", checked, checked-len(behind))
+	if len(behind) == 0 {
+		w("- strata is ahead everywhere both ran.\n\n")
+		return
+	}
+	w("\nWhere strata is **not ahead** in this run:\n\n")
+	for _, s := range behind {
+		w("- %s\n", s)
+	}
+	w("\n")
+}
+
+func (r *report) reproduceMarkdown(w func(string, ...any)) {
+	w("\n## Reproduce\n\n```sh\nmake bench-peers                      # = cd bench/peers && go run . -out ../../BENCHMARKS.md -charts charts -runs 3\n")
+	w("cd bench/peers && go run . -runs 3 -dir %s -records-100 %d -records-1k %d -records-sync %d -batch %d -proto-records %d -latency-rate %d -latency-records %d -out ../../BENCHMARKS.md -charts charts\n",
+		r.cfg.base, r.cfg.records[100], r.cfg.records[1024], r.cfg.recordsSync, r.cfg.batch, r.cfg.protoRecords, r.cfg.latencyRate, r.cfg.latencyCount)
+	w("cd bench/peers && go run . -protocol=false -engines strata,tidwall/wal -runs 1   # a subset, report on stdout\n")
+	w("cd bench/peers && go run . -render results.json -out ../../BENCHMARKS.md -charts charts   # re-render from the committed raw figures\n")
+	w("cd bench/peers && go test ./...      # every adapter round-trips records; the checks can fail\n```\n\n")
+	w("`-dir` picks the filesystem under test (default `$TMPDIR`); the strata binary for the protocol table is built from the repository root with `go build` unless `-strata PATH` is given.\n")
+}
