@@ -32,12 +32,14 @@ const (
 	OpMkdirAll
 	OpReadDir
 	OpSyncDir
+	OpAllocate
 	numOpKinds
 )
 
 var opNames = [numOpKinds]string{
 	"open", "create", "read", "readat", "write", "writeat", "seek", "sync", "truncate",
 	"close", "stat", "rename", "remove", "removeall", "mkdirall", "readdir", "syncdir",
+	"allocate",
 }
 
 func (k OpKind) String() string {
@@ -51,7 +53,7 @@ func (k OpKind) String() string {
 // of a workload.
 var MutatingOps = []OpKind{
 	OpCreate, OpWrite, OpWriteAt, OpSync, OpTruncate, OpRename, OpRemove, OpRemoveAll,
-	OpMkdirAll, OpSyncDir,
+	OpMkdirAll, OpSyncDir, OpAllocate,
 }
 
 // Mutating reports whether k changes the filesystem.
@@ -63,7 +65,7 @@ type Op struct {
 	Path    string // the file or directory (the old name for OpRename)
 	NewPath string // OpRename's new name
 	Flag    int    // OpOpen and OpCreate flags
-	Off     int64  // OpReadAt and OpWriteAt offset, OpTruncate size, OpSeek offset
+	Off     int64  // OpReadAt and OpWriteAt offset, OpTruncate and OpAllocate size, OpSeek offset
 	Len     int    // bytes asked for by reads and writes
 }
 
@@ -75,8 +77,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %s (%d bytes)", o.Kind, o.Path, o.Len)
 	case OpReadAt, OpWriteAt:
 		return fmt.Sprintf("%s %s (%d bytes at %d)", o.Kind, o.Path, o.Len, o.Off)
-	case OpTruncate:
-		return fmt.Sprintf("truncate %s to %d", o.Path, o.Off)
+	case OpTruncate, OpAllocate:
+		return fmt.Sprintf("%s %s to %d", o.Kind, o.Path, o.Off)
 	}
 	return fmt.Sprintf("%s %s", o.Kind, o.Path)
 }
@@ -287,6 +289,13 @@ func (f *injectFile) Truncate(size int64) error {
 		return err
 	}
 	return f.f.Truncate(size)
+}
+
+func (f *injectFile) Allocate(size int64) error {
+	if err := f.op(OpAllocate, size, 0); err != nil {
+		return err
+	}
+	return f.f.Allocate(size)
 }
 
 func (f *injectFile) Stat() (os.FileInfo, error) {

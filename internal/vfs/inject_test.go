@@ -164,7 +164,7 @@ func TestCrashAt(t *testing.T) {
 }
 
 func TestOpKindString(t *testing.T) {
-	for k := vfs.OpOpen; k <= vfs.OpSyncDir; k++ {
+	for k := vfs.OpOpen; k <= vfs.OpAllocate; k++ {
 		if s := k.String(); s == "" || s[0] == 'O' {
 			t.Fatalf("kind %d: %q", k, s)
 		}

@@ -640,6 +640,23 @@ func (f *memFile) Truncate(size int64) error {
 	return nil
 }
 
+// Allocate extends the file with zeros to size bytes (never shrinks); like
+// Truncate, the new size is durable only after Sync.
+func (f *memFile) Allocate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return &os.PathError{Op: "fallocate", Path: f.name, Err: os.ErrClosed}
+	}
+	if !f.write || size < 0 {
+		return &os.PathError{Op: "fallocate", Path: f.name, Err: syscall.EBADF}
+	}
+	if size > int64(len(f.n.data)) {
+		f.n.truncate(size)
+	}
+	return nil
+}
+
 func (f *memFile) Stat() (os.FileInfo, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()

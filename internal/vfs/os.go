@@ -41,6 +41,31 @@ func (f osFile) Sync() error {
 	}
 }
 
+// Allocate extends the file to at least size bytes with fallocate(fd, 0, 0,
+// size). A filesystem without fallocate (EOPNOTSUPP) gets a plain size
+// extension instead, which reserves no blocks.
+func (f osFile) Allocate(size int64) error {
+	for {
+		err := unix.Fallocate(int(f.File.Fd()), 0, 0, size)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EOPNOTSUPP:
+			st, serr := f.File.Stat()
+			if serr != nil {
+				return serr
+			}
+			if st.Size() >= size {
+				return nil
+			}
+			return f.File.Truncate(size)
+		}
+		return &os.PathError{Op: "fallocate", Path: f.File.Name(), Err: err}
+	}
+}
+
 func wrapOS(f *os.File, err error) (File, error) {
 	if err != nil {
 		return nil, err

@@ -37,6 +37,10 @@ type File interface {
 	Sync() error
 	// Truncate changes the size of the file.
 	Truncate(size int64) error
+	// Allocate reserves space so the file is at least size bytes long, the new
+	// bytes reading as zeros (fallocate mode 0; never shrinks). Like a write
+	// extending the file, the new size is durable only after Sync.
+	Allocate(size int64) error
 	// Stat returns the file's metadata.
 	Stat() (os.FileInfo, error)
 	// Name returns the name the file was opened with.
