@@ -27,43 +27,48 @@ type PartitionReport struct {
 	Partition int32  `json:"partition"`
 	Dir       string `json:"dir"`
 	// RecoveryPoint and LogStartOffset as read from the checkpoints (0 when absent).
-	RecoveryPoint    int64         `json:"recovery_point"`
-	LogStartOffset   int64         `json:"log_start_offset"`
-	LogEndOffset     int64         `json:"log_end_offset"`
-	Segments         int           `json:"segments"`
-	SegmentsScanned  int           `json:"segments_scanned"`
-	BatchesScanned   int           `json:"batches_scanned"`
-	BytesScanned     int64         `json:"bytes_scanned"`
-	BytesTruncated   int64         `json:"bytes_truncated"`
-	SegmentsRemoved  int           `json:"segments_removed"`
-	IndexesRebuilt   int           `json:"indexes_rebuilt"`
-	Truncations      []segment.Cut `json:"truncations,omitempty"`
-	TempFilesRemoved []string      `json:"temp_files_removed,omitempty"`
-	SwapsCompleted   []string      `json:"swaps_completed,omitempty"`
-	SideFilesTrimmed []string      `json:"side_files_trimmed,omitempty"`
-	Duration         time.Duration `json:"duration_ns"`
+	RecoveryPoint   int64 `json:"recovery_point"`
+	LogStartOffset  int64 `json:"log_start_offset"`
+	LogEndOffset    int64 `json:"log_end_offset"`
+	Segments        int   `json:"segments"`
+	SegmentsScanned int   `json:"segments_scanned"`
+	BatchesScanned  int   `json:"batches_scanned"`
+	BytesScanned    int64 `json:"bytes_scanned"`
+	BytesTruncated  int64 `json:"bytes_truncated"`
+	// BytesPreallocatedTrimmed is the zero-filled reserve of preallocated
+	// segments cut after a crash: expected, not data lost.
+	BytesPreallocatedTrimmed int64         `json:"bytes_preallocated_trimmed,omitempty"`
+	SegmentsRemoved          int           `json:"segments_removed"`
+	IndexesRebuilt           int           `json:"indexes_rebuilt"`
+	Truncations              []segment.Cut `json:"truncations,omitempty"`
+	TempFilesRemoved         []string      `json:"temp_files_removed,omitempty"`
+	SwapsCompleted           []string      `json:"swaps_completed,omitempty"`
+	SideFilesTrimmed         []string      `json:"side_files_trimmed,omitempty"`
+	Duration                 time.Duration `json:"duration_ns"`
 }
 
 // Totals sum the partition reports.
 type Totals struct {
-	Partitions       int   `json:"partitions"`
-	SegmentsScanned  int   `json:"segments_scanned"`
-	BatchesScanned   int   `json:"batches_scanned"`
-	BytesScanned     int64 `json:"bytes_scanned"`
-	BytesTruncated   int64 `json:"bytes_truncated"`
-	SegmentsRemoved  int   `json:"segments_removed"`
-	IndexesRebuilt   int   `json:"indexes_rebuilt"`
-	Truncations      int   `json:"truncations"`
-	TempFilesRemoved int   `json:"temp_files_removed"`
-	SwapsCompleted   int   `json:"swaps_completed"`
-	SideFilesTrimmed int   `json:"side_files_trimmed"`
+	Partitions      int   `json:"partitions"`
+	SegmentsScanned int   `json:"segments_scanned"`
+	BatchesScanned  int   `json:"batches_scanned"`
+	BytesScanned    int64 `json:"bytes_scanned"`
+	BytesTruncated  int64 `json:"bytes_truncated"`
+	// BytesPreallocatedTrimmed sums the partitions' (not data loss).
+	BytesPreallocatedTrimmed int64 `json:"bytes_preallocated_trimmed,omitempty"`
+	SegmentsRemoved          int   `json:"segments_removed"`
+	IndexesRebuilt           int   `json:"indexes_rebuilt"`
+	Truncations              int   `json:"truncations"`
+	TempFilesRemoved         int   `json:"temp_files_removed"`
+	SwapsCompleted           int   `json:"swaps_completed"`
+	SideFilesTrimmed         int   `json:"side_files_trimmed"`
 }
 
 // Changed reports whether recovery changed (or, dry run, would change) anything
 // on disk beyond the clean-shutdown marker.
 func (r *Report) Changed() bool {
 	t := r.Totals
-	return t.BytesTruncated > 0 || t.SegmentsRemoved > 0 || t.IndexesRebuilt > 0 || t.Truncations > 0 ||
+	return t.BytesTruncated > 0 || t.BytesPreallocatedTrimmed > 0 || t.SegmentsRemoved > 0 || t.IndexesRebuilt > 0 || t.Truncations > 0 ||
 		t.TempFilesRemoved > 0 || t.SwapsCompleted > 0 || t.SideFilesTrimmed > 0
 }
 
@@ -74,6 +79,7 @@ func partitionReport(p *PartitionReport, lr *segment.LoadReport) {
 	p.BatchesScanned = lr.BatchesScanned
 	p.BytesScanned = lr.BytesScanned
 	p.BytesTruncated = lr.BytesTruncated
+	p.BytesPreallocatedTrimmed = lr.BytesPreallocatedTrimmed
 	p.SegmentsRemoved = lr.SegmentsRemoved
 	p.IndexesRebuilt = lr.IndexesRebuilt
 	p.Truncations = lr.Cuts
@@ -90,6 +96,7 @@ func (r *Report) sum() {
 		t.BatchesScanned += p.BatchesScanned
 		t.BytesScanned += p.BytesScanned
 		t.BytesTruncated += p.BytesTruncated
+		t.BytesPreallocatedTrimmed += p.BytesPreallocatedTrimmed
 		t.SegmentsRemoved += p.SegmentsRemoved
 		t.IndexesRebuilt += p.IndexesRebuilt
 		t.Truncations += len(p.Truncations)

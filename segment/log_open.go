@@ -16,20 +16,23 @@ import (
 
 // LoadReport says what opening a log found and did (or, from Inspect, would do).
 type LoadReport struct {
-	Dir              string        `json:"dir"`
-	Segments         int           `json:"segments"`
-	SegmentsScanned  int           `json:"segments_scanned"`
-	BatchesScanned   int           `json:"batches_scanned"`
-	BytesScanned     int64         `json:"bytes_scanned"`
-	BytesTruncated   int64         `json:"bytes_truncated"`
-	SegmentsRemoved  int           `json:"segments_removed"`             // segments after a truncation point, deleted
-	IndexesRebuilt   int           `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
-	Truncations      []string      `json:"-"`                            // each cut as text: file, position, reason
-	Cuts             []Cut         `json:"truncations,omitempty"`        // each cut, structured
-	TempFilesRemoved []string      `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
-	SwapsCompleted   []string      `json:"swaps_completed,omitempty"`
-	LogEndOffset     int64         `json:"log_end_offset"`
-	Duration         time.Duration `json:"duration_ns"`
+	Dir             string `json:"dir"`
+	Segments        int    `json:"segments"`
+	SegmentsScanned int    `json:"segments_scanned"`
+	BatchesScanned  int    `json:"batches_scanned"`
+	BytesScanned    int64  `json:"bytes_scanned"`
+	BytesTruncated  int64  `json:"bytes_truncated"`
+	// BytesPreallocatedTrimmed is the zero-filled reserve cut from segments
+	// written with Options.Preallocate after a crash: expected, not data loss.
+	BytesPreallocatedTrimmed int64         `json:"bytes_preallocated_trimmed,omitempty"`
+	SegmentsRemoved          int           `json:"segments_removed"`             // segments after a truncation point, deleted
+	IndexesRebuilt           int           `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
+	Truncations              []string      `json:"-"`                            // each cut as text: file, position, reason
+	Cuts                     []Cut         `json:"truncations,omitempty"`        // each cut, structured
+	TempFilesRemoved         []string      `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
+	SwapsCompleted           []string      `json:"swaps_completed,omitempty"`
+	LogEndOffset             int64         `json:"log_end_offset"`
+	Duration                 time.Duration `json:"duration_ns"`
 }
 
 // Cut is one truncation made by recovery: the bytes of File from Position on
@@ -211,6 +214,11 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 		rep.SegmentsScanned++
 		rep.BatchesScanned += res.Batches
 		rep.BytesScanned += res.ValidBytes + res.TruncatedBytes
+		if res.PreallocatedBytes > 0 {
+			rep.BytesPreallocatedTrimmed += res.PreallocatedBytes
+			o.Logger.Info("trimmed preallocated segment tail", "file", s.Path(LogSuffix), "position", res.ValidBytes,
+				"bytes", res.PreallocatedBytes)
+		}
 		if res.TruncatedBytes == 0 {
 			continue
 		}

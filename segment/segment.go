@@ -35,6 +35,7 @@ type Segment struct {
 
 	// Writer-only state.
 	offsetOfMaxTs   int64       // last offset of the batch holding maxTs
+	allocated       int64       // file size reserved by preallocation (0: none)
 	bytesSinceIndex int64       // bytes appended since the last offset index entry
 	rollTs          int64       // max timestamp of the first batch, -1 when none
 	createdMs       int64       // wall clock at creation or open
@@ -84,7 +85,31 @@ func createSegment(fsys vfs.FS, dir string, base int64, o *Options) (*Segment, e
 	}
 	s.init(o.Now())
 	s.next.Store(base)
+	if err := s.preallocate(0); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
 	return s, nil
+}
+
+// preallocate extends the .log file ahead of the writer so that n more bytes
+// fit inside the allocation (Options.Preallocate): to the logical end plus
+// PreallocateChunk, at least the end of the append, at most SegmentBytes.
+func (s *Segment) preallocate(n int64) error {
+	if !s.o.Preallocate {
+		return nil
+	}
+	end := s.size.Load() + n
+	if end <= s.allocated && s.allocated > 0 {
+		return nil
+	}
+	want := min(s.size.Load()+PreallocateChunk, s.o.SegmentBytes)
+	want = max(want, end)
+	if err := s.log.Allocate(want); err != nil {
+		return fmt.Errorf("segment: preallocate %s to %d bytes: %w", s.Path(LogSuffix), want, err)
+	}
+	s.allocated = want
+	return nil
 }
 
 // openSegment opens the files of an existing segment. Its size is the file's;
@@ -196,11 +221,13 @@ func (s *Segment) seal() error {
 	if err != nil {
 		return fmt.Errorf("segment: stat %s: %w", s.Path(LogSuffix), err)
 	}
+	// A preallocated segment's zero-filled reserve goes the same way.
 	if size := s.size.Load(); st.Size() > size {
 		if err := s.log.Truncate(size); err != nil {
 			return fmt.Errorf("segment: trim %s: %w", s.Path(LogSuffix), err)
 		}
 	}
+	s.allocated = 0
 	if ts := s.maxTs.Load(); ts >= 0 {
 		if err := s.timeIdx.AppendFinal(ts, s.offsetOfMaxTs); err != nil {
 			return fmt.Errorf("segment: %w", err)

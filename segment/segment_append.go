@@ -15,6 +15,9 @@ import (
 // Kafka does since KAFKA-806.
 func (s *Segment) append(buf []byte) error {
 	pos := s.size.Load()
+	if err := s.preallocate(int64(len(buf))); err != nil {
+		return err
+	}
 	if _, err := s.log.WriteAt(buf, pos); err != nil {
 		return fmt.Errorf("segment: write %s at %d: %w", s.Path(LogSuffix), pos, err)
 	}

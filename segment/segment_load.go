@@ -77,6 +77,10 @@ type RecoverResult struct {
 	Batches        int
 	ValidBytes     int64
 	TruncatedBytes int64
+	// PreallocatedBytes is the zero-filled tail after the last valid entry of
+	// a segment written with Options.Preallocate, cut without being counted as
+	// truncated: space a crash left reserved, not data lost.
+	PreallocatedBytes int64
 	// DroppedEnd is one past the last offset the dropped bytes' entry headers
 	// claim, read before the cut without CRC checks (-1 when none reads).
 	DroppedEnd int64
@@ -156,13 +160,22 @@ func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error
 		res.Err = fmt.Errorf("%s: %w", s.Path(LogSuffix), err)
 	}
 	res.TruncatedBytes = fileSize - res.ValidBytes
+	if res.TruncatedBytes > 0 && s.o.Preallocate {
+		zero, err := ZeroTail(s.log, res.ValidBytes, fileSize)
+		if err != nil {
+			return res, fmt.Errorf("segment: read %s: %w", s.Path(LogSuffix), err)
+		}
+		if zero {
+			res.PreallocatedBytes, res.TruncatedBytes, res.Err = res.TruncatedBytes, 0, nil
+		}
+	}
 	if res.TruncatedBytes > 0 && res.Err == nil {
 		res.Err = fmt.Errorf("%s: %w", s.Path(LogSuffix), record.Corrupt(record.ErrTruncated, res.ValidBytes, next, "%d trailing bytes", res.TruncatedBytes))
 	}
 	if res.TruncatedBytes > 0 {
 		res.DroppedEnd = headerEnd(s.log, res.ValidBytes, fileSize)
 	}
-	if res.TruncatedBytes > 0 && writable {
+	if res.TruncatedBytes+res.PreallocatedBytes > 0 && writable {
 		if err := s.log.Truncate(res.ValidBytes); err != nil {
 			return res, fmt.Errorf("segment: truncate %s: %w", s.Path(LogSuffix), err)
 		}
@@ -171,6 +184,29 @@ func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error
 	s.size.Store(res.ValidBytes)
 	s.next.Store(next)
 	return res, nil
+}
+
+// ZeroTail reports whether every byte of f in [pos, size) is zero: the
+// unwritten reserve of a preallocated segment after a crash.
+func ZeroTail(f io.ReaderAt, pos, size int64) (bool, error) {
+	buf := make([]byte, 64<<10)
+	for pos < size {
+		n := int(min(int64(len(buf)), size-pos))
+		m, err := f.ReadAt(buf[:n], pos)
+		for _, b := range buf[:m] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		if err != nil && !(err == io.EOF && m == n) {
+			if err == io.EOF {
+				return true, nil // the file is shorter than its stat said
+			}
+			return false, err
+		}
+		pos += int64(m)
+	}
+	return true, nil
 }
 
 // checkIndexes runs the load-time index checks against the log; an error means

@@ -37,14 +37,15 @@ func (ts *topicStore) openDataDirs(optsFor func(topic string) *segment.Options) 
 // logReport logs what recovery did in one log dir.
 func (ts *topicStore) logReport(rep *recovery.Report) {
 	for _, p := range rep.Partitions {
-		if p.SegmentsScanned == 0 && p.BytesTruncated == 0 && p.SegmentsRemoved == 0 && p.IndexesRebuilt == 0 &&
+		if p.SegmentsScanned == 0 && p.BytesTruncated == 0 && p.BytesPreallocatedTrimmed == 0 && p.SegmentsRemoved == 0 && p.IndexesRebuilt == 0 &&
 			len(p.TempFilesRemoved) == 0 && len(p.SwapsCompleted) == 0 && len(p.SideFilesTrimmed) == 0 {
 			continue
 		}
 		ts.log.Info("partition recovered", "dir", rep.Dir, "topic", p.Topic, "partition", p.Partition,
 			"recovery_point", p.RecoveryPoint, "log_end_offset", p.LogEndOffset,
 			"segments_scanned", p.SegmentsScanned, "batches_scanned", p.BatchesScanned,
-			"bytes_truncated", p.BytesTruncated, "segments_removed", p.SegmentsRemoved,
+			"bytes_truncated", p.BytesTruncated, "bytes_preallocated_trimmed", p.BytesPreallocatedTrimmed,
+			"segments_removed", p.SegmentsRemoved,
 			"indexes_rebuilt", p.IndexesRebuilt, "truncations", len(p.Truncations),
 			"temp_files_removed", len(p.TempFilesRemoved), "swaps_completed", len(p.SwapsCompleted),
 			"side_files_trimmed", len(p.SideFilesTrimmed))
