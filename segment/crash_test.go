@@ -70,15 +70,22 @@ func crashWorkloads() []crashWorkload {
 	b.SegmentBytes = 600
 	b.FlushMessages = 9
 	b.IndexIntervalBytes = 60
+	// Preallocated segments: every crash of the active segment leaves a
+	// zero-filled tail (or loses the unsynced allocation), and a roll's trim
+	// may be lost too.
+	c := base
+	c.Preallocate = true
+	c.FlushMessages = 7
 	ws := []crashWorkload{
 		newCrashWorkload("retention-bytes", 1, 70, a),
 		newCrashWorkload("flush-messages", 2, 60, b),
+		newCrashWorkload("preallocate", 3, 60, c),
 	}
 	// STRATA_CRASH_SEEDS=3,4,... adds scripts from more seeds (for long
 	// exploratory runs).
 	for _, f := range strings.Split(os.Getenv("STRATA_CRASH_SEEDS"), ",") {
 		if seed, err := strconv.ParseUint(f, 10, 64); err == nil {
-			o := []Options{a, b}[seed%2]
+			o := []Options{a, b, c}[seed%3]
 			ws = append(ws, newCrashWorkload(fmt.Sprintf("seed-%d", seed), seed, 70, o))
 		}
 	}

@@ -15,7 +15,13 @@ import (
 // TestAppendZeroAllocs proves an append of an already-encoded batch allocates
 // nothing (real files, mmapped indexes, index entries being written).
 func TestAppendZeroAllocs(t *testing.T) {
-	l, err := Open(t.TempDir(), &Options{IndexIntervalBytes: 100, Logger: quiet})
+	for _, pre := range []bool{false, true} {
+		t.Run(map[bool]string{false: "grow", true: "preallocate"}[pre], func(t *testing.T) { testAppendZeroAllocs(t, pre) })
+	}
+}
+
+func testAppendZeroAllocs(t *testing.T, preallocate bool) {
+	l, err := Open(t.TempDir(), &Options{IndexIntervalBytes: 100, Preallocate: preallocate, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
