@@ -5,7 +5,8 @@ import "fmt"
 // Reconfigure changes the topic-level settings of an open log (Kafka's
 // dynamic topic config): segment.bytes and segment.ms (checked at the next
 // append), retention.ms and retention.bytes (the next ApplyRetention),
-// flush.messages (the next append) and flush.ms (0 is never; the background
+// flush.messages (the next append), preallocate (the next
+// allocation) and flush.ms (0 is never; the background
 // flusher is started if it was not running and reads the new period at its
 // next check). Every reader of these fields holds the writer lock, as
 // Reconfigure does, except the flusher, which reads an atomic copy of
@@ -20,6 +21,7 @@ func (l *Log) Reconfigure(o Options) error {
 	n.SegmentBytes, n.SegmentMs = o.SegmentBytes, o.SegmentMs
 	n.RetentionMs, n.RetentionBytes = o.RetentionMs, o.RetentionBytes
 	n.FlushMessages, n.FlushMs = o.FlushMessages, o.FlushMs
+	n.Preallocate = o.Preallocate
 	if n.FlushMs == 0 {
 		n.FlushMs = Never
 	}
@@ -29,6 +31,7 @@ func (l *Log) Reconfigure(o Options) error {
 	l.o.SegmentBytes, l.o.SegmentMs = n.SegmentBytes, n.SegmentMs
 	l.o.RetentionMs, l.o.RetentionBytes = n.RetentionMs, n.RetentionBytes
 	l.o.FlushMessages, l.o.FlushMs = n.FlushMessages, n.FlushMs
+	l.o.Preallocate = n.Preallocate
 	l.flushMs.Store(n.FlushMs)
 	if n.FlushMs != Never && l.stopFlusher == nil {
 		l.startFlusher()

@@ -28,6 +28,7 @@ type Config struct {
 	RetentionBytes        int64      // log.retention.bytes (default -1)
 	FlushMessages         int64      // log.flush.interval.messages (default: never)
 	FlushMs               int64      // log.flush.interval.ms (default: never)
+	Preallocate           bool       // log.preallocate: fallocate segment files ahead of the writer (default false)
 	MessageMaxBytes       int32      // message.max.bytes (default 1048588)
 	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
 	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000)
@@ -391,6 +392,8 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.FlushMessages, err = strconv.ParseInt(v, 10, 64)
 	case "log.flush.interval.ms":
 		c.FlushMs, err = strconv.ParseInt(v, 10, 64)
+	case "log.preallocate":
+		c.Preallocate, err = strconv.ParseBool(v)
 	case "message.max.bytes":
 		var n int64
 		n, err = strconv.ParseInt(v, 10, 32)

@@ -32,6 +32,13 @@ func checkLong(min, max int64) func(string) error {
 	}
 }
 
+func checkBool(v string) error {
+	if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+		return fmt.Errorf("want true or false")
+	}
+	return nil
+}
+
 func checkRatio(v string) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || f < 0 || f > 1 {
@@ -53,6 +60,7 @@ var topicConfigDefs = []configDef{
 	{"message.timestamp.type", "log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime or LogAppendTime", checkTimestampType},
 	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", kmsg.ConfigTypeDouble, "dirty ratio that makes a log eligible for cleaning", checkRatio},
 	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", kmsg.ConfigTypeLong, "shortest a record stays uncompacted", checkLong(0, math.MaxInt64)},
+	{"preallocate", "log.preallocate", kmsg.ConfigTypeBoolean, "fallocate each new segment file ahead of the writer", checkBool},
 	{"retention.bytes", "log.retention.bytes", kmsg.ConfigTypeLong, "largest a partition grows before old segments are deleted (-1: no limit)", checkLong(math.MinInt64, math.MaxInt64)},
 	{"retention.ms", "log.retention.ms", kmsg.ConfigTypeLong, "how long segments are kept (-1: forever)", checkLong(-1, math.MaxInt64)},
 	{"segment.bytes", "log.segment.bytes", kmsg.ConfigTypeInt, "segment file size", checkLong(14, math.MaxInt32)},
@@ -110,6 +118,7 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"log.flush.interval.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.FlushMs) }},
 	{"log.flush.offset.checkpoint.interval.ms", kmsg.ConfigTypeInt, func(c *Config) string { return i64(c.CheckpointIntervalMs) }},
 	{"log.message.timestamp.type", kmsg.ConfigTypeString, func(c *Config) string { return c.TimestampType }},
+	{"log.preallocate", kmsg.ConfigTypeBoolean, func(c *Config) string { return strconv.FormatBool(c.Preallocate) }},
 	{"log.retention.bytes", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.RetentionBytes) }},
 	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.RetentionCheckMs) }},
 	{"log.retention.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.RetentionMs) }},
@@ -159,7 +168,7 @@ var storedTopicConfigs = map[string]bool{
 	"leader.replication.throttled.replicas": true, "local.retention.bytes": true, "local.retention.ms": true,
 	"message.downconversion.enable": true, "message.format.version": true,
 	"message.timestamp.after.max.ms": true, "message.timestamp.before.max.ms": true,
-	"message.timestamp.difference.max.ms": true, "min.insync.replicas": true, "preallocate": true,
+	"message.timestamp.difference.max.ms": true, "min.insync.replicas": true,
 	"remote.storage.enable": true, "segment.index.bytes": true, "segment.jitter.ms": true,
 	"unclean.leader.election.enable": true,
 }

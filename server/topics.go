@@ -409,11 +409,19 @@ func (ts *topicStore) segmentOptions(configs map[string]string) (*segment.Option
 		RetentionBytes: c.RetentionBytes,
 		FlushMessages:  c.FlushMessages,
 		FlushMs:        c.FlushMs,
+		Preallocate:    c.Preallocate,
 		Logger:         ts.log,
 	}
 	for k, v := range configs {
 		var dst *int64
 		switch k {
+		case "preallocate":
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s=%q", ErrConfig, k, v)
+			}
+			o.Preallocate = b
+			continue
 		case "segment.bytes":
 			dst = &o.SegmentBytes
 		case "segment.ms":

@@ -12,18 +12,32 @@ import (
 // strataEngine is strata's partition log: every record is its own v2 batch
 // (built with record.Builder inside the timed append) appended with
 // segment.Log.Append; syncs are Log.Flush (fdatasync of the active segment).
-type strataEngine struct{}
+// It runs with preallocate=true, Kafka's log.preallocate (segment.Options.
+// Preallocate: the segment file is fallocated ahead of the writer, as etcd's
+// and raft-wal's are); grow is the same engine without it, for A/B runs
+// (BenchmarkAppendSync), not in the report.
+type strataEngine struct{ grow bool }
 
-func (strataEngine) Name() string { return "strata" }
+// strataOptions are the log options of the strata engines.
+func strataOptions(grow bool) *segment.Options {
+	return &segment.Options{Preallocate: !grow}
+}
+
+func (e strataEngine) Name() string {
+	if e.grow {
+		return "strata-grow"
+	}
+	return "strata"
+}
 
 func (strataEngine) Mapping(p Policy) string {
 	switch p {
 	case PolicyNone:
-		return "`Log.Append` of a 1-record v2 batch, default options (flush.messages never)"
+		return "`Log.Append` of a 1-record v2 batch, `preallocate=true` (Kafka's `log.preallocate`), flush.messages never"
 	case PolicyEvery:
-		return "`Log.Append` of a 1-record v2 batch, then `Log.Flush` (fdatasync)"
+		return "`Log.Append` of a 1-record v2 batch, then `Log.Flush` (fdatasync); `preallocate=true` (Kafka's `log.preallocate`)"
 	default:
-		return "`Log.Append` of 1-record v2 batches, `Log.Flush` (one fdatasync) after every B"
+		return "`Log.Append` of 1-record v2 batches, `Log.Flush` (one fdatasync) after every B; `preallocate=true` (Kafka's `log.preallocate`)"
 	}
 }
 
@@ -38,8 +52,8 @@ type strataWriter struct {
 	pending int
 }
 
-func (strataEngine) Create(dir string, p Policy, batch int) (Writer, error) {
-	l, err := segment.Open(dir, nil)
+func (e strataEngine) Create(dir string, p Policy, batch int) (Writer, error) {
+	l, err := segment.Open(dir, strataOptions(e.grow))
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func (strataBatchEngine) Name() string { return "strata (B-record batches)" }
 
 func (strataBatchEngine) Mapping(p Policy) string {
 	if p == PolicyBatch {
-		return "B records in one v2 batch, one `Log.Append`, then `Log.Flush` (one fdatasync)"
+		return "B records in one v2 batch, one `Log.Append`, then `Log.Flush` (one fdatasync); `preallocate=true`"
 	}
 	return ""
 }
@@ -39,7 +39,7 @@ func (strataBatchEngine) Create(dir string, p Policy, batch int) (Writer, error)
 	if p != PolicyBatch {
 		return nil, errors.New("strata (B-record batches): batch policy only")
 	}
-	l, err := segment.Open(dir, nil)
+	l, err := segment.Open(dir, strataOptions(false))
 	if err != nil {
 		return nil, err
 	}
