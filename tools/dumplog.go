@@ -35,7 +35,10 @@ needed; control records print their marker (endTxnMarker: COMMIT coordinatorEpoc
 N). --offsets-decoder prints __consumer_offsets keys and values as JSON (offset
 commits, group metadata; other records raw). Gaps between record offsets (legal after compaction) go to stderr. A batch whose
 CRC does not match prints isvalid: false; bytes at the end that do not form an entry
-print "Found N invalid bytes at the end of FILE"; both make the exit status 1.
+print "Found N invalid bytes at the end of FILE"; both make the exit status 1. Zero
+bytes at the end of the last segment after a crash are usually the unwritten reserve
+of a segment written with preallocate=true (log.preallocate): recovery cuts them
+without counting a truncation, but dumplog reports them like any trailing bytes.
 
 --verify-index-only checks every .index/.timeindex entry against the .log (given a
 .log, its indexes are checked): an offset entry is valid when its position is a batch

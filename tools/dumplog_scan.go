@@ -119,7 +119,8 @@ func (s *logScan) classify(err error) *problem {
 	left := s.size - pos
 	if z, zerr := allZero(s.f, pos, pos+left); zerr == nil && z && left > 0 {
 		return &problem{file: s.file, pos: pos, offset: -1, kind: kindZeroedTail,
-			message: fmt.Sprintf("%d zero bytes at the end where an entry should be", left)}
+			message: fmt.Sprintf("%d zero bytes at the end where an entry should be "+
+				"(after a crash: a preallocated segment's unwritten reserve, log.preallocate, or unsynced data; recovery cuts it)", left)}
 	}
 	if errors.Is(err, record.ErrTruncated) {
 		what := "body"

@@ -73,6 +73,11 @@ To restore (broker down), put the bytes back where they were:
 (and the same for a removed segment's index files), then delete the data
 directory's .kafka_cleanshutdown marker so the next start rescans.
 
+--preallocated is for logs written with preallocate=true (log.preallocate): a crash
+leaves the active segment's file longer than its data, the rest zeros. With it, such
+a zero-filled tail is cut and counted as preallocated bytes trimmed, not as a
+truncation (and segments after it are kept); without it, it is cut as a zeroed tail.
+
 Exit status: 0 the directory is consistent afterwards (the report says what was
 cut; with --dry-run: the inspection ran), 1 it could not be made consistent, 2
 usage or I/O error, or the directory is locked by a running broker.
@@ -83,6 +88,7 @@ Examples:
    strata recover /var/lib/kafka/data/orders-0 --json`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would be cut, rebuilt or removed; change nothing"},
+			&cli.BoolFlag{Name: "preallocated", Usage: "the logs were written with preallocate=true (log.preallocate): cut a zero-filled segment tail as the unwritten reserve (bytes_preallocated_trimmed), not as a truncation"},
 			&cli.StringFlag{Name: "backup", Usage: "save every byte that is cut into `DIR` first (see the layout above)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object per line"},
 		},
@@ -138,7 +144,7 @@ func runRecover(c *cli.Context) error {
 	if partMode {
 		res.Mode = "partition"
 	}
-	rr := &recoverRun{path: path, part: partMode}
+	rr := &recoverRun{path: path, part: partMode, prealloc: c.Bool("preallocated")}
 	var runErr error
 	if dry {
 		warnIfLocked(c.App.ErrWriter, path, partMode)
@@ -200,6 +206,8 @@ func isPartitionDir(dir string) (bool, error) {
 type recoverRun struct {
 	path string
 	part bool
+	// prealloc: --preallocated (segment.Options.Preallocate).
+	prealloc bool
 	// missing is how many kept segments lacked an index at the last
 	// inspection (partition mode).
 	missing int
@@ -209,13 +217,13 @@ type recoverRun struct {
 }
 
 func (r *recoverRun) segmentOptions() *segment.Options {
-	return &segment.Options{RecoveryPoint: 0, FlushMs: segment.Never, Logger: quietLogger()}
+	return &segment.Options{RecoveryPoint: 0, FlushMs: segment.Never, Preallocate: r.prealloc, Logger: quietLogger()}
 }
 
 func (r *recoverRun) recoveryOptions() *recovery.Options {
 	return &recovery.Options{Logger: quietLogger(), Lock: func(string) (func() error, error) {
 		return func() error { return nil }, nil // the tool holds the lock for the whole run
-	}}
+	}, OptionsFor: func(string) *segment.Options { return &segment.Options{Preallocate: r.prealloc} }}
 }
 
 // inspect is the read-only plan: what recovery would do.
@@ -419,12 +427,13 @@ func partitionAsReport(dir string, lr *segment.LoadReport) *recovery.Report {
 		Topic: tp.Topic, Partition: tp.Partition, Dir: dir,
 		LogEndOffset: lr.LogEndOffset, Segments: lr.Segments, SegmentsScanned: lr.SegmentsScanned,
 		BatchesScanned: lr.BatchesScanned, BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated,
-		SegmentsRemoved: lr.SegmentsRemoved, IndexesRebuilt: lr.IndexesRebuilt, Truncations: lr.Cuts,
+		BytesPreallocatedTrimmed: lr.BytesPreallocatedTrimmed, SegmentsRemoved: lr.SegmentsRemoved, IndexesRebuilt: lr.IndexesRebuilt, Truncations: lr.Cuts,
 		TempFilesRemoved: lr.TempFilesRemoved, SwapsCompleted: lr.SwapsCompleted, Duration: lr.Duration,
 	}}
 	rep.Totals = recovery.Totals{Partitions: 1, SegmentsScanned: lr.SegmentsScanned, BatchesScanned: lr.BatchesScanned,
-		BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated, SegmentsRemoved: lr.SegmentsRemoved,
-		IndexesRebuilt: lr.IndexesRebuilt, Truncations: len(lr.Cuts), TempFilesRemoved: len(lr.TempFilesRemoved),
+		BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated, BytesPreallocatedTrimmed: lr.BytesPreallocatedTrimmed,
+		SegmentsRemoved: lr.SegmentsRemoved,
+		IndexesRebuilt:  lr.IndexesRebuilt, Truncations: len(lr.Cuts), TempFilesRemoved: len(lr.TempFilesRemoved),
 		SwapsCompleted: len(lr.SwapsCompleted)}
 	rep.Duration = lr.Duration
 	return rep
@@ -688,6 +697,10 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 		int(t.BytesTruncated).str(" bytes ").str(verb("truncated", "to truncate")).str(", ").
 		str(plural(int64(t.SegmentsRemoved), "segment")).str(verb(" removed", " to remove")).str(", ").
 		str("indexes of ").str(plural(int64(t.IndexesRebuilt), "segment")).str(verb(" rebuilt", " to rebuild")).line()
+	if t.BytesPreallocatedTrimmed > 0 {
+		o.str("  ").int(t.BytesPreallocatedTrimmed).str(" preallocated bytes ").str(verb("trimmed", "to trim")).
+			str(" (the zero-filled reserve of preallocated segments; no data lost)").line()
+	}
 	switch {
 	case !res.Changed:
 		o.str("nothing to do: the directory is consistent").line()

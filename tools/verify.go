@@ -44,6 +44,11 @@ directory (a log.dirs entry: partition directories and checkpoint files), or sin
     (.txnindex: version, whole entries, offsets not below the segment base).
 
 Each problem is printed with its file, byte position and offset, then a summary.
+A zeroed tail (kind zeroed_tail) in the last segment of a partition written with
+preallocate=true (log.preallocate) is what a crash leaves: the unwritten reserve of
+the file, not lost data; recovery (the broker's start or strata recover) cuts it and
+reports it as bytes_preallocated_trimmed, not as a truncation. verify cannot tell
+it from unsynced data lost in a crash, so it still counts as a problem (exit 1).
 verify only reads: it takes no lock, so it also runs beside a live broker (whose
 active segment may then look torn). Exit status: 0 clean, 1 problems found, 2 usage
 or I/O error.
