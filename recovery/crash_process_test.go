@@ -20,8 +20,10 @@ import (
 
 const crashChildEnv = "STRATA_RECOVERY_CRASH_CHILD"
 
-func crashSegOpts() *segment.Options {
-	return &segment.Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 1024, SegmentIndexBytes: 64 << 10, Logger: quiet}
+// crashSegOpts are the child's log options; odd rounds preallocate (the
+// kill then always leaves a zero-filled tail in the active segment).
+func crashSegOpts(prealloc bool) *segment.Options {
+	return &segment.Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 1024, SegmentIndexBytes: 64 << 10, Preallocate: prealloc, Logger: quiet}
 }
 
 // TestCrashChild is the child process of TestSIGKILLRecovery: it opens the data
@@ -32,7 +34,8 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("child of TestSIGKILLRecovery")
 	}
-	opts := &Options{OptionsFor: func(string) *segment.Options { return crashSegOpts() }, Logger: quiet}
+	prealloc := os.Getenv(crashChildEnv+"_PREALLOC") == "1"
+	opts := &Options{OptionsFor: func(string) *segment.Options { return crashSegOpts(prealloc) }, Logger: quiet}
 	d, _, err := OpenDataDir(dir, opts)
 	if err != nil {
 		fmt.Println("error", err)
@@ -41,7 +44,7 @@ func TestCrashChild(t *testing.T) {
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	l := d.Log(tp)
 	if l == nil {
-		if l, err = segment.Open(d.PartitionDir(tp), crashSegOpts()); err != nil {
+		if l, err = segment.Open(d.PartitionDir(tp), crashSegOpts(prealloc)); err != nil {
 			fmt.Println("error", err)
 			os.Exit(2)
 		}
@@ -77,9 +80,17 @@ func TestSIGKILLRecovery(t *testing.T) {
 	pdir := filepath.Join(dir, "t-0")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var acked []ack
+	var trimmed int64
+	defer func() {
+		if trimmed == 0 && !t.Failed() {
+			t.Error("no preallocated round left a zero-filled tail to trim")
+		}
+	}()
 	for round := 0; round < 6; round++ {
+		prealloc := round%2 == 1
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("%s_SEED=%d", crashChildEnv, rng.Uint64()))
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("%s_SEED=%d", crashChildEnv, rng.Uint64()),
+			fmt.Sprintf("%s_PREALLOC=%d", crashChildEnv, round%2))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +139,7 @@ func TestSIGKILLRecovery(t *testing.T) {
 		}
 		cmd.Wait()
 		// Recover: the lock died with the child, the marker was never written.
-		d, rep, err := OpenDataDir(dir, &Options{OptionsFor: func(string) *segment.Options { return crashSegOpts() }, Logger: quiet})
+		d, rep, err := OpenDataDir(dir, &Options{OptionsFor: func(string) *segment.Options { return crashSegOpts(prealloc) }, Logger: quiet})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -151,8 +162,14 @@ func TestSIGKILLRecovery(t *testing.T) {
 		if len(got) < len(acked) || (len(acked) > 0 && end <= acked[len(acked)-1].last) {
 			t.Fatalf("round %d: %d batches for %d acknowledged, end %d", round, len(got), len(acked), end)
 		}
-		t.Logf("round %d: %d appends acknowledged this round, %d batches in the log, %d bytes cut",
-			round, n, len(got), rep.Totals.BytesTruncated)
+		// A kill leaves a page-cache-complete file: with preallocation its
+		// tail is the zero-filled reserve, never a cut.
+		if prealloc && rep.Totals.Truncations != 0 {
+			t.Fatalf("round %d (preallocated): %d truncations, want only a trim", round, rep.Totals.Truncations)
+		}
+		trimmed += rep.Totals.BytesPreallocatedTrimmed
+		t.Logf("round %d: %d appends acknowledged this round, %d batches in the log, %d bytes cut, %d preallocated bytes trimmed",
+			round, n, len(got), rep.Totals.BytesTruncated, rep.Totals.BytesPreallocatedTrimmed)
 		// Unacknowledged batches that made it whole are kept: they count from
 		// now on as acknowledged (later rounds must keep them too).
 		acked = acked[:0]

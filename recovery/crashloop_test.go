@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/segment"
 )
 
 // A power loss at every mutating operation of a session (open a cleanly shut
@@ -17,6 +18,17 @@ import (
 func TestCrashLoopSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop")
+	}
+	for _, prealloc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("preallocate=%v", prealloc), func(t *testing.T) { testCrashLoopSession(t, prealloc) })
+	}
+}
+
+func testCrashLoopSession(t *testing.T, prealloc bool) {
+	testOpts := func(fsys vfs.FS) *Options {
+		o := testOpts(fsys)
+		o.OptionsFor = func(string) *segment.Options { so := testSegOpts(); so.Preallocate = prealloc; return so }
+		return o
 	}
 	base := vfs.NewMem()
 	buildDataDir(t, base, "/d", []string{"t-0"}, 8)
