@@ -45,7 +45,8 @@ type Segment struct {
 // Base is the segment's base offset (its file name).
 func (s *Segment) Base() int64 { return s.base }
 
-// Size is the number of bytes in the .log file.
+// Size is the number of bytes of entries in the .log file: the logical end,
+// which a preallocated active segment's file runs ahead of.
 func (s *Segment) Size() int64 { return s.size.Load() }
 
 // NextOffset is one past the last offset stored (Base when empty).
