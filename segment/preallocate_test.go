@@ -94,6 +94,21 @@ func TestPreallocateRollCloseReopen(t *testing.T) {
 		if h, _ := record.ParseEntryHeader(got[len(want)], 0); h.Offset != end {
 			t.Fatalf("appended batch at offset %d, want %d", h.Offset, end)
 		}
+		// A truncation inside the active segment drops the reserve; the next
+		// append reserves again and lands right after the cut.
+		if err := l.TruncateTo(end); err != nil {
+			t.Fatal(err)
+		}
+		act = l.Segments()[len(l.Segments())-1]
+		if _, err := l.Append(makeBatch(t, 100, 2, 2001, record.CodecNone, 50)); err != nil {
+			t.Fatal(err)
+		}
+		if fs := fileSize(t, fsys, act); fs <= act.Size() {
+			t.Fatalf("no reserve after truncate and append: file %d, logical %d", fs, act.Size())
+		}
+		if got := readAll(t, l, 0, 1<<20); len(got) != len(want)+1 {
+			t.Fatalf("%d batches after truncate and append, want %d", len(got), len(want)+1)
+		}
 	})
 }
 
