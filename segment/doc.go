@@ -27,6 +27,13 @@
 // FlushedOffset (the recovery point) only moves after it. Indexes are synced when
 // a segment rolls; recovery rebuilds them above the recovery point.
 //
+// With Options.Preallocate (Kafka's preallocate / log.preallocate) the active
+// segment's file is fallocated ahead of the writer, so an fdatasync after an
+// append inside the reserve need not commit a new file size. Reads and rolls use
+// the logical size (Segment.Size); the file is trimmed to it on roll and clean
+// close. A crash leaves the reserve as a zero-filled tail, which loading cuts and
+// reports as LoadReport.BytesPreallocatedTrimmed, not as a truncation.
+//
 // # Loading
 //
 // Open follows Kafka's LogLoader: leftover .deleted and .cleaned files are
