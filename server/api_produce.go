@@ -26,7 +26,10 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		t := s.topics.get(rt.Topic)
-		if t == nil && autoCreate && validateTopicName(rt.Topic) == nil {
+		// The coordinator's log takes no produce from clients (Kafka:
+		// INVALID_TOPIC_EXCEPTION), and is never auto-created here.
+		internal := rt.Topic == OffsetsTopic
+		if t == nil && autoCreate && !internal && validateTopicName(rt.Topic) == nil {
 			t, _ = s.autoCreate(rt.Topic)
 		}
 		for j := range rt.Partitions {
@@ -38,7 +41,10 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			if t != nil {
 				p = s.topics.partition(t.name, rp.Partition)
 			}
-			code, msg := s.produceTo(c, req, t, p, rp.Records, &sp)
+			code, msg := kerr.InvalidTopicException.Code, "the internal topic "+OffsetsTopic+" takes no produce from clients"
+			if !internal {
+				code, msg = s.produceTo(c, req, t, p, rp.Records, &sp)
+			}
 			if code != 0 {
 				sp.ErrorCode = code
 				if req.Version >= 8 && msg != "" {

@@ -247,7 +247,7 @@ func (c *conn) handle(frame []byte) error {
 	case *kmsg.MetadataRequest:
 		resp = c.s.handleMetadata(r)
 	case *kmsg.ProduceRequest:
-		resp = c.s.handleProduceExternal(c, r)
+		resp = c.s.handleProduce(c, r)
 		if r.Acks == 0 {
 			// acks=0: no response at all. A failed partition closes the
 			// connection, as Kafka does, so the client refreshes metadata.
