@@ -49,15 +49,22 @@ func (s *Server) handleJoinGroup(c *conn, h *reqHeader, r *kmsg.JoinGroupRequest
 		s.groups.dropIfUnused(g)
 	}
 	g.mu.Unlock()
+	return fill(awaitGroup(res, wait, s.done, joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.MemberID}))
+}
+
+// awaitGroup returns res when the request completed at once (wait nil);
+// otherwise it waits for the rebalance to deliver the result, or for the
+// broker's shutdown, which answers closing.
+func awaitGroup[T any](res T, wait <-chan T, done <-chan struct{}, closing T) T {
 	if wait == nil {
-		return fill(res)
+		return res
 	}
 	select {
 	case res = <-wait:
-	case <-s.done:
-		res = joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.MemberID}
+		return res
+	case <-done:
+		return closing
 	}
-	return fill(res)
 }
 
 // clientHost is the peer address as Kafka prints it ("/127.0.0.1").

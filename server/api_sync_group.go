@@ -31,13 +31,5 @@ func (s *Server) handleSyncGroup(r *kmsg.SyncGroupRequest) kmsg.Response {
 	}
 	res, wait := g.sync(r)
 	g.mu.Unlock()
-	if wait == nil {
-		return fill(res)
-	}
-	select {
-	case res = <-wait:
-	case <-s.done:
-		res = syncResult{code: kerr.CoordinatorNotAvailable.Code}
-	}
-	return fill(res)
+	return fill(awaitGroup(res, wait, s.done, syncResult{code: kerr.CoordinatorNotAvailable.Code}))
 }
