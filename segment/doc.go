@@ -10,7 +10,8 @@
 // index's 32-bit relative offsets. Append assigns offsets by patching each
 // batch's base offset in place (the CRC does not cover it); AppendAssigned keeps
 // offsets already assigned (replicas, copies). Appends write the caller's bytes
-// with one positional write and allocate nothing.
+// with one positional write, or one copy into a mapping of a preallocated
+// segment (below), and allocate nothing.
 //
 // Readers never take the writer's lock: the segment list is an immutable slice
 // replaced copy-on-write (an atomic pointer), and a reader reference-counts the
@@ -33,6 +34,15 @@
 // the logical size (Segment.Size); the file is trimmed to it on roll and clean
 // close. A crash leaves the reserve as a zero-filled tail, which loading cuts and
 // reports as LoadReport.BytesPreallocatedTrimmed, not as a truncation.
+//
+// A preallocated segment on the real filesystem also takes small appends
+// (under Options.MapAppendsBelow, 1 KiB by default) by copying them into a
+// shared writable mapping of its reserve: the same page-cache pages a pwrite
+// fills, so readers, fdatasync and a process crash see no difference, without
+// a system call per append. When fsyncs come every few appends the segment
+// unmaps and writes with pwrite, because each fsync would make the next mapped
+// write fault. A fault in the mapping (an I/O error, a file cut by another
+// process) fails the append with an error.
 //
 // # Loading
 //

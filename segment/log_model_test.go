@@ -29,6 +29,10 @@ func modelOptions(fsys vfs.FS, rng *rand.Rand) *Options {
 		FileDeleteDelayMs:  -1,
 		RetentionMs:        -1,
 		Logger:             quiet,
+		// Preallocated segments on the OS filesystem take mapped appends
+		// (segment_map.go) below MapAppendsBelow, pwrite above it.
+		Preallocate:     rng.IntN(2) == 0,
+		MapAppendsBelow: []int{0, -1, 1 << 20}[rng.IntN(3)],
 	}
 }
 

@@ -15,18 +15,22 @@ import (
 // TestAppendZeroAllocs proves an append of an already-encoded batch allocates
 // nothing (real files, mmapped indexes, index entries being written).
 func TestAppendZeroAllocs(t *testing.T) {
-	for _, pre := range []bool{false, true} {
-		t.Run(map[bool]string{false: "grow", true: "preallocate"}[pre], func(t *testing.T) { testAppendZeroAllocs(t, pre) })
+	for _, c := range []struct {
+		name        string
+		preallocate bool
+		records     int
+	}{{"grow", false, 10}, {"preallocate", true, 10}, {"mapped", true, 1}} {
+		t.Run(c.name, func(t *testing.T) { testAppendZeroAllocs(t, c.preallocate, c.records) })
 	}
 }
 
-func testAppendZeroAllocs(t *testing.T, preallocate bool) {
+func testAppendZeroAllocs(t *testing.T, preallocate bool, records int) {
 	l, err := Open(t.TempDir(), &Options{IndexIntervalBytes: 100, Preallocate: preallocate, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	b := makeBatch(t, 0, 10, 1, record.CodecNone, 100)
+	b := makeBatch(t, 0, records, 1, record.CodecNone, 100)
 	if _, err := l.Append(b); err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +44,9 @@ func testAppendZeroAllocs(t *testing.T, preallocate bool) {
 	}
 	if n := l.Segments()[0].OffsetIndex().Entries(); n < 100 {
 		t.Fatalf("only %d index entries written during the test", n)
+	}
+	if mapped := l.Segments()[0].wmap != nil; mapped != (preallocate && len(b) < DefaultMapAppendsBelow) {
+		t.Fatalf("%d-byte appends, preallocate %v: mapped %v", len(b), preallocate, mapped)
 	}
 }
 

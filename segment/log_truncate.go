@@ -31,6 +31,7 @@ func (l *Log) TruncateTo(off int64) error {
 		return err
 	}
 	if ok {
+		s.unmap()
 		if err := s.log.Truncate(pos); err != nil {
 			return fmt.Errorf("segment: truncate %s: %w", s.Path(LogSuffix), err)
 		}

@@ -49,6 +49,13 @@ type Options struct {
 	// calling it corruption (LoadReport.BytesPreallocatedTrimmed). Default false,
 	// as in Kafka.
 	Preallocate bool
+	// MapAppendsBelow: with Preallocate, an append smaller than this many bytes
+	// is copied into a shared mapping of the reserve instead of written with
+	// pwrite (segment_map.go): no system call per append, one page fault per
+	// page instead. Default 1024 (measured on a VM where a page fault costs
+	// about 9 µs and a pwrite about 2.5 µs, a 1 KiB append breaks even); -1 or
+	// any value below 1: never map.
+	MapAppendsBelow int
 	// MaxBatchBytes caps one entry read from disk (default 64 MiB); larger
 	// size fields are treated as corruption.
 	MaxBatchBytes int
@@ -82,6 +89,8 @@ const (
 	// file is extended (capped at SegmentBytes), as etcd's WAL preallocates
 	// 64 MB segments: one size change, one journal commit, per chunk.
 	PreallocateChunk = 64 << 20
+	// DefaultMapAppendsBelow is Options.MapAppendsBelow's default.
+	DefaultMapAppendsBelow = 1024
 	// Never is the value of FlushMessages/FlushMs that disables application fsync.
 	Never = math.MaxInt64
 )
@@ -125,6 +134,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if n.MaxBatchBytes == 0 {
 		n.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if n.MapAppendsBelow == 0 {
+		n.MapAppendsBelow = DefaultMapAppendsBelow
 	}
 	if n.Now == nil {
 		n.Now = func() int64 { return time.Now().UnixMilli() }

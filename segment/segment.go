@@ -34,12 +34,19 @@ type Segment struct {
 	refs  atomic.Int32 // the Log's reference plus one per active reader
 
 	// Writer-only state.
-	offsetOfMaxTs   int64       // last offset of the batch holding maxTs
-	allocated       int64       // file size reserved by preallocation (0: none)
-	bytesSinceIndex int64       // bytes appended since the last offset index entry
-	rollTs          int64       // max timestamp of the first batch, -1 when none
-	createdMs       int64       // wall clock at creation or open
-	indexesSynced   atomic.Bool // indexes fsynced since they last changed
+	offsetOfMaxTs     int64        // last offset of the batch holding maxTs
+	allocated         int64        // file size reserved by preallocation (0: none)
+	wmap              []byte       // shared writable mapping of the reserve (segment_map.go)
+	mapOff            int64        // file offset of wmap[0]
+	mapFailed         bool         // the file cannot be mapped: appends use pwrite
+	mapByFlushes      bool         // flushes are rare enough for mapped appends
+	seenFlushes       int64        // flushes seen by the writer
+	appendsSinceFlush int64        // appends since the writer saw a flush
+	flushes           atomic.Int64 // flush calls (any goroutine)
+	bytesSinceIndex   int64        // bytes appended since the last offset index entry
+	rollTs            int64        // max timestamp of the first batch, -1 when none
+	createdMs         int64        // wall clock at creation or open
+	indexesSynced     atomic.Bool  // indexes fsynced since they last changed
 }
 
 // Base is the segment's base offset (its file name).
@@ -143,6 +150,7 @@ func openSegment(fsys vfs.FS, dir string, base int64, o *Options, writable bool)
 
 func (s *Segment) init(nowMs int64) {
 	s.refs.Store(1)
+	s.mapByFlushes = true
 	s.maxTs.Store(-1)
 	s.offsetOfMaxTs = s.base
 	s.rollTs = -1
@@ -184,6 +192,7 @@ func (s *Segment) release() {
 }
 
 func (s *Segment) closeFiles() error {
+	s.unmap()
 	var first error
 	for _, c := range []interface{ Close() error }{s.offIdx, s.timeIdx, s.log} {
 		if err := c.Close(); err != nil && first == nil {
@@ -196,6 +205,7 @@ func (s *Segment) closeFiles() error {
 // flush makes the segment's data durable; the indexes too when asked (they are
 // rebuilt by recovery above the recovery point, so the active segment skips them).
 func (s *Segment) flush(indexes bool) error {
+	s.flushes.Add(1)
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("segment: sync %s: %w", s.Path(LogSuffix), err)
 	}
@@ -223,6 +233,7 @@ func (s *Segment) seal() error {
 		return fmt.Errorf("segment: stat %s: %w", s.Path(LogSuffix), err)
 	}
 	// A preallocated segment's zero-filled reserve goes the same way.
+	s.unmap()
 	if size := s.size.Load(); st.Size() > size {
 		if err := s.log.Truncate(size); err != nil {
 			return fmt.Errorf("segment: trim %s: %w", s.Path(LogSuffix), err)

@@ -18,8 +18,8 @@ func (s *Segment) append(buf []byte) error {
 	if err := s.preallocate(int64(len(buf))); err != nil {
 		return err
 	}
-	if _, err := s.log.WriteAt(buf, pos); err != nil {
-		return fmt.Errorf("segment: write %s at %d: %w", s.Path(LogSuffix), pos, err)
+	if err := s.writeEntries(buf, pos); err != nil {
+		return err
 	}
 	var last int64
 	maxTs := s.maxTs.Load()

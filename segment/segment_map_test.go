@@ -1,0 +1,145 @@
+package segment
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratalog/strata/record"
+)
+
+// Mapped appends are in the page cache the moment Append returns: a copy of
+// the directory taken while the log is open, unflushed and unclosed (what a
+// process crash leaves the kernel holding), recovers every record, and the
+// copied .log bytes are exactly what pwrite appends produce.
+func TestMappedAppendsSurviveProcessCrash(t *testing.T) {
+	mappedDir, plainDir := t.TempDir(), t.TempDir()
+	mapped, err := Open(mappedDir, &Options{Preallocate: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mapped.Close()
+	plain, err := Open(plainDir, &Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	// 1-record batches of 0..299 value bytes cross many page boundaries; every
+	// 50th batch is larger than MapAppendsBelow and takes pwrite in between.
+	for i := range 3000 {
+		n := i % 300
+		if i%50 == 0 {
+			n = 2000
+		}
+		b := makeBatch(t, i, 1, int64(1000+i), record.CodecNone, n)
+		if _, err := mapped.Append(bytes.Clone(b)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plain.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mapped.Segments()[0].wmap == nil {
+		t.Fatal("the preallocated log did not map its segment")
+	}
+	crashed := t.TempDir()
+	name := FilePath("", 0, LogSuffix)
+	copyFile(t, filepath.Join(mappedDir, name), filepath.Join(crashed, name))
+	want, err := os.ReadFile(filepath.Join(plainDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(crashed, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:len(want)], want) {
+		t.Fatal("mapped segment bytes differ from the pwrite segment's")
+	}
+	if tail := got[len(want):]; len(tail) == 0 || !bytes.Equal(tail, make([]byte, len(tail))) {
+		t.Fatalf("after the data: %d bytes, want a zero-filled reserve", len(tail))
+	}
+	l, err := Open(crashed, &Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.LogEndOffset() != mapped.LogEndOffset() || l.Size() != int64(len(want)) {
+		t.Fatalf("recovered end %d size %d, want %d and %d", l.LogEndOffset(), l.Size(), mapped.LogEndOffset(), len(want))
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A fault in the mapping (here the file is cut behind the log's back, so the
+// next mapped write hits a page past the end: SIGBUS) fails that append with an
+// error instead of killing the process, and the log does not count it.
+func TestMappedAppendFaultIsError(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, &Options{Preallocate: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b := makeBatch(t, 0, 1, 1, record.CodecNone, 100)
+	if _, err := l.Append(bytes.Clone(b)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Segments()[0].wmap == nil {
+		t.Fatal("the append was not mapped")
+	}
+	if err := os.Truncate(filepath.Join(dir, FilePath("", 0, LogSuffix)), 0); err != nil {
+		t.Fatal(err)
+	}
+	end, size := l.LogEndOffset(), l.Size()
+	_, err = l.Append(bytes.Clone(b))
+	if err == nil || !strings.Contains(err.Error(), "fault") {
+		t.Fatalf("append into a cut mapping: %v, want a fault error", err)
+	}
+	if l.LogEndOffset() != end || l.Size() != size {
+		t.Fatalf("after the failed append: end %d size %d, want %d and %d", l.LogEndOffset(), l.Size(), end, size)
+	}
+}
+
+// An fsync every few appends turns mapped appends off (each fsync would
+// write-protect the tail page again, and the next mapped write fault); an
+// fsync every mapMinAppendsPerFlush appends or more keeps them on.
+func TestMappedAppendsFollowFlushRate(t *testing.T) {
+	for _, c := range []struct {
+		every  int
+		mapped bool
+	}{{1, false}, {4, false}, {mapMinAppendsPerFlush, true}, {100, true}} {
+		l, err := Open(t.TempDir(), &Options{Preallocate: true, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := makeBatch(t, 0, 1, 1, record.CodecNone, 100)
+		for i := 1; i <= 5*c.every+1; i++ {
+			if _, err := l.Append(b); err != nil {
+				t.Fatal(err)
+			}
+			if i%c.every == 0 {
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got := l.Segments()[0].wmap != nil; got != c.mapped {
+			t.Errorf("fsync every %d appends: mapped %v, want %v", c.every, got, c.mapped)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
