@@ -28,7 +28,9 @@ Each run creates a new one-partition topic (CreateTopics) and:
   produce  N records of S value bytes, acks=1, idempotence off, no compression,
            the client's default batching (linger 10ms, 1 MB batches, 1 request
            in flight), timed from the first Produce call to Flush returning;
-  consume  all N records from offset 0 with a fresh client
+           one warm-up record is produced and acknowledged before the clock
+           starts (the client's metadata load and produce connection);
+  consume  the N records (offsets 1..N) with a fresh client
            (--fetch-max-bytes, --fetch-partition-max-bytes);
   latency  records at a fixed --latency-rate for --latency-seconds to a second
            topic, a consumer polling it concurrently; each value carries its send

@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/stratalog/strata/server"
 )
@@ -49,6 +52,26 @@ func TestBenchBrokerExternal(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Each run's topic holds the warm-up record at offset 0 and the 2000
+	// measured records after it.
+	_, adm := adminFor(t, srv.Addr().String())
+	ends, err := adm.ListEndOffsets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if strings.HasSuffix(o.Topic, "-latency") {
+			return
+		}
+		measured++
+		if o.Err != nil || o.Offset != 2001 {
+			t.Errorf("topic %s ends at %d (%v), want 2001: warm-up record + 2000", o.Topic, o.Offset, o.Err)
+		}
+	})
+	if measured != 2 {
+		t.Errorf("%d produce topics, want 2 (one per run)", measured)
 	}
 	if _, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--validation", "both"); code != ExitUsage {
 		t.Errorf("--validation both with --bootstrap-server: exit %d (%s)", code, errOut)

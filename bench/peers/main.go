@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type config struct {
 	engineFilter     string
 	repo             string
 	protoRecordsSync int
+	policies         []string // protocol policies to run
 }
 
 func main() {
@@ -56,7 +58,15 @@ func main() {
 	flag.IntVar(&cfg.latencyCount, "latency-records", 20000, "records in the latency phase")
 	flag.StringVar(&cfg.strataBin, "strata", "", "strata binary (default: built from ../.. into a temp dir)")
 	flag.StringVar(&cfg.engineFilter, "engines", "", "comma-separated engine names to run (default all)")
+	policies := flag.String("policies", strings.Join(protoPolicies, ","), "comma-separated protocol policies to run")
 	flag.Parse()
+	for _, p := range strings.Split(*policies, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(protoPolicies, p) {
+			fatalf("-policies: %q is not one of %s", p, strings.Join(protoPolicies, ", "))
+		}
+		cfg.policies = append(cfg.policies, p)
+	}
 	cfg.records = map[int]int{}
 	for _, f := range strings.Split(sizes, ",") {
 		s, err := strconv.Atoi(strings.TrimSpace(f))

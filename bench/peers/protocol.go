@@ -104,7 +104,7 @@ func runProtocolTable(cfg *config, rep *report, run int) error {
 		rep.bins = b
 	}
 	for _, size := range cfg.sizes {
-		for _, pol := range protoPolicies {
+		for _, pol := range cfg.policies {
 			n := cfg.protoRecords
 			if pol == "fsync" {
 				n = cfg.protoRecordsSync
