@@ -52,7 +52,7 @@ func main() {
 	flag.BoolVar(&cfg.storage, "storage", true, "run the storage table")
 	flag.BoolVar(&cfg.protocol, "protocol", true, "run the protocol table")
 	flag.IntVar(&cfg.protoRecords, "proto-records", 200000, "records per protocol case")
-	flag.IntVar(&cfg.protoRecordsSync, "proto-records-sync", 5000, "records per protocol case when the broker fsyncs before acknowledging")
+	flag.IntVar(&cfg.protoRecordsSync, "proto-records-sync", 50000, "records per protocol case when the broker fsyncs before acknowledging (enough for several produce requests of 1 MB at 100 B)")
 	flag.StringVar(&cfg.repo, "repo", "../..", "strata's repository root (to build the strata binary)")
 	flag.IntVar(&cfg.latencyRate, "latency-rate", 10000, "records/s offered in the latency phase")
 	flag.IntVar(&cfg.latencyCount, "latency-records", 20000, "records in the latency phase")
