@@ -37,10 +37,11 @@ type conn struct {
 	rr       record.RecordReader // produce validation: reused decompression buffer
 }
 
-// inBufSize is the connection's read-ahead buffer: frames up to this size
-// (less the size prefix) are parsed in place. Kafka's socket.receive.buffer.bytes
-// defaults to 100 KiB; 64 KiB covers every request but large produce batches.
-const inBufSize = 64 << 10
+// inBufSize is the connection's read-ahead buffer, allocated at its first
+// request and kept: frames up to this size are parsed in place (fetches,
+// metadata, offset commits, small produce batches); larger ones are read into
+// rbuf, which grows with them.
+const inBufSize = 16 << 10
 
 // reqHeader is a parsed request header (v0-v2).
 type reqHeader struct {
