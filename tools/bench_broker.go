@@ -18,7 +18,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--validation full|header|both] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--validation full|header|both] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -28,9 +28,10 @@ Each run creates a new one-partition topic (CreateTopics) and:
   produce  N records of S value bytes, acks=1, idempotence off, no compression,
            the client's default batching (linger 10ms, 1 MB batches, 1 request
            in flight), timed from the first Produce call to Flush returning;
-           one warm-up record is produced and acknowledged before the clock
-           starts (the client's metadata load and produce connection);
-  consume  the N records (offsets 1..N) with a fresh client
+           W warm-up records (--warmup-records) are produced and acknowledged
+           before the clock starts (the client's metadata load, produce
+           connection and first requests);
+  consume  the N measured records (after the W) with a fresh client
            (--fetch-max-bytes, --fetch-partition-max-bytes);
   latency  records at a fixed --latency-rate for --latency-seconds to a second
            topic, a consumer polling it concurrently; each value carries its send
@@ -48,6 +49,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT of a running broker (default: start one in process)"},
 			&cli.Int64Flag{Name: "records", Value: 1_000_000, Usage: "records to produce and consume"},
+			&cli.Int64Flag{Name: "warmup-records", Value: 1, Usage: "records produced and acknowledged before the produce clock starts (at least 1)"},
 			&cli.IntFlag{Name: "record-size", Value: 100, Usage: "value bytes per record (at least 16 for the latency stamp)"},
 			&cli.IntFlag{Name: "latency-rate", Value: 10_000, Usage: "records/s during the latency phase"},
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
@@ -69,6 +71,7 @@ Examples:
 type benchBrokerConfig struct {
 	bootstrap      string
 	records        int64
+	warmup         int64 // records produced before the produce clock starts
 	recordSize     int
 	latencyRate    int
 	latencySeconds float64
@@ -86,6 +89,7 @@ type BenchBrokerResult struct {
 	Bootstrap              string  `json:"bootstrap"`
 	InProcess              bool    `json:"in_process"`
 	Records                int64   `json:"records"`
+	WarmupRecords          int64   `json:"warmup_records"`
 	RecordSize             int     `json:"record_size"`
 	Runs                   int     `json:"runs"`
 	Acks                   int     `json:"acks"`
@@ -126,15 +130,15 @@ type BenchBrokerFigures struct {
 
 func runBenchBroker(c *cli.Context) error {
 	cfg := benchBrokerConfig{
-		bootstrap: c.String("bootstrap-server"), records: c.Int64("records"), recordSize: c.Int("record-size"),
+		bootstrap: c.String("bootstrap-server"), records: c.Int64("records"), warmup: c.Int64("warmup-records"), recordSize: c.Int("record-size"),
 		latencyRate: c.Int("latency-rate"), latencySeconds: c.Float64("latency-seconds"),
 		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
 	}
 	switch {
-	case cfg.records < 1 || cfg.runs < 1:
-		return usageErr("--records and --runs must be positive")
+	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
+		return usageErr("--records, --warmup-records and --runs must be positive")
 	case cfg.recordSize < latencyStampSize:
 		return usageErr("--record-size must be at least %d (the latency stamp)", latencyStampSize)
 	case cfg.latencySeconds < 0 || (cfg.latencySeconds > 0 && cfg.latencyRate < 1):
@@ -171,7 +175,7 @@ func runBenchBroker(c *cli.Context) error {
 		defer trace.Stop()
 	}
 	res := BenchBrokerResult{
-		Bootstrap: cfg.bootstrap, InProcess: cfg.bootstrap == "", Records: cfg.records, RecordSize: cfg.recordSize,
+		Bootstrap: cfg.bootstrap, InProcess: cfg.bootstrap == "", Records: cfg.records, WarmupRecords: cfg.warmup, RecordSize: cfg.recordSize,
 		Runs: cfg.runs, Acks: 1, Compression: "none", FetchMaxBytes: cfg.fetchMaxBytes, FetchPartitionMaxBytes: cfg.fetchPartBytes,
 		LatencyRate: cfg.latencyRate, LatencySeconds: cfg.latencySeconds, LatencyLingerMs: cfg.latencyLinger.Milliseconds(),
 		LoadAvg1: loadAvg1(),

@@ -44,7 +44,7 @@ func TestBenchBrokerExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "2000", "--record-size", "50", "--runs", "2", "--latency-seconds", "0.3", "--latency-rate", "2000")
+	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "2000", "--warmup-records", "300", "--record-size", "50", "--runs", "2", "--latency-seconds", "0.3", "--latency-rate", "2000")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -53,8 +53,8 @@ func TestBenchBrokerExternal(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	// Each run's topic holds the warm-up record at offset 0 and the 2000
-	// measured records after it.
+	// Each run's topic holds the 300 warm-up records and the 2000 measured
+	// records after them.
 	_, adm := adminFor(t, srv.Addr().String())
 	ends, err := adm.ListEndOffsets(context.Background())
 	if err != nil {
@@ -66,8 +66,8 @@ func TestBenchBrokerExternal(t *testing.T) {
 			return
 		}
 		measured++
-		if o.Err != nil || o.Offset != 2001 {
-			t.Errorf("topic %s ends at %d (%v), want 2001: warm-up record + 2000", o.Topic, o.Offset, o.Err)
+		if o.Err != nil || o.Offset != 2300 {
+			t.Errorf("topic %s ends at %d (%v), want 2300: 300 warm-up records + 2000", o.Topic, o.Offset, o.Err)
 		}
 	})
 	if measured != 2 {
@@ -78,6 +78,9 @@ func TestBenchBrokerExternal(t *testing.T) {
 	}
 	if _, _, code := run(t, "bench", "broker", "--record-size", "8"); code != ExitUsage {
 		t.Errorf("--record-size 8: exit %d", code)
+	}
+	if _, _, code := run(t, "bench", "broker", "--warmup-records", "0"); code != ExitUsage {
+		t.Errorf("--warmup-records 0: exit %d", code)
 	}
 }
 

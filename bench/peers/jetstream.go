@@ -14,15 +14,15 @@ import (
 
 // runJetStream is the JetStream counterpart of strata bench broker's three
 // phases, with nats.go's jetstream API against a server in another process:
-// produce (one warm-up message published and acknowledged before the clock
-// starts, as the Kafka driver's warm-up record; then async publish of n
-// messages of size bytes to a file-storage stream, timed until every PubAck
-// is in, at most 4096 in flight), consume (a new pull consumer reads the n
-// from sequence 2, AckNone as a Kafka consumer does not ack each record,
+// produce (warm warm-up messages published and acknowledged before the
+// clock starts, as the Kafka driver's warm-up records; then async publish of
+// n messages of size bytes to a file-storage stream, timed until every
+// PubAck is in, at most 4096 in flight), consume (a new pull consumer reads
+// the n from sequence warm+1, AckNone as a Kafka consumer does not ack each record,
 // checking sizes), and latency (publish at rate records/s for a
 // 500 ms warm-up plus secs while a pull consumer receives; receive time minus
 // the send time stamped in the payload).
-func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, error) {
+func runJetStream(addr string, warm, n, size, rate int, secs float64) (protoResult, error) {
 	var res protoResult
 	nc, err := nats.Connect("nats://"+addr, nats.MaxReconnects(0))
 	if err != nil {
@@ -46,8 +46,18 @@ func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, er
 	for i := range val {
 		val[i] = 'a' + byte(i%26)
 	}
-	if _, err := js.Publish(ctx, "bench", val); err != nil {
-		return res, fmt.Errorf("warm-up message: %w", err)
+	for i := 0; i < warm && pubErr.Load() == nil; i++ {
+		if _, err := js.PublishAsync("bench", val, stall); err != nil {
+			return res, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return res, fmt.Errorf("warm-up: %w", ctx.Err())
+	}
+	if e := pubErr.Load(); e != nil {
+		return res, fmt.Errorf("warm-up: %w", *e)
 	}
 	t0 := time.Now()
 	for i := 0; i < n && pubErr.Load() == nil; i++ {
@@ -65,7 +75,7 @@ func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, er
 	}
 	res.Produce = float64(n) / time.Since(t0).Seconds()
 
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 2})
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(warm) + 1})
 	if err != nil {
 		return res, err
 	}

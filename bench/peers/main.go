@@ -31,6 +31,7 @@ type config struct {
 	repo             string
 	protoRecordsSync int
 	policies         []string // protocol policies to run
+	protoWarmup      int
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.BoolVar(&cfg.protocol, "protocol", true, "run the protocol table")
 	flag.IntVar(&cfg.protoRecords, "proto-records", 200000, "records per protocol case")
 	flag.IntVar(&cfg.protoRecordsSync, "proto-records-sync", 50000, "records per protocol case when the broker fsyncs before acknowledging (enough for several produce requests of 1 MB at 100 B)")
+	flag.IntVar(&cfg.protoWarmup, "proto-warmup", 20000, "records produced and acknowledged before each protocol case's produce clock starts (every broker)")
 	flag.StringVar(&cfg.repo, "repo", "../..", "strata's repository root (to build the strata binary)")
 	flag.IntVar(&cfg.latencyRate, "latency-rate", 10000, "records/s offered in the latency phase")
 	flag.IntVar(&cfg.latencyCount, "latency-records", 20000, "records in the latency phase")
@@ -78,6 +80,9 @@ func main() {
 		if s < 1024 {
 			cfg.records[s] = n100
 		}
+	}
+	if cfg.protoWarmup < 1 {
+		fatalf("-proto-warmup must be at least 1")
 	}
 	if cfg.runs < 1 || cfg.batch < 1 || cfg.batch >= poolSize || cfg.recordsSync < 1 {
 		fatalf("-runs, -batch and -records-sync must be positive and -batch below %d", poolSize)

@@ -173,10 +173,10 @@ func runProtoCase(cfg *config, bins binaries, engine string, size int, pol strin
 	defer b.stop()
 	latSecs := float64(cfg.latencyCount) / float64(cfg.latencyRate)
 	if engine == "nats jetstream" {
-		return runJetStream(b.addr, n, size, cfg.latencyRate, latSecs)
+		return runJetStream(b.addr, cfg.protoWarmup, n, size, cfg.latencyRate, latSecs)
 	}
 	out, err := exec.Command(bins.strata, "bench", "broker", "--bootstrap-server", b.addr,
-		"--records", strconv.Itoa(n), "--record-size", strconv.Itoa(size), "--runs", "1",
+		"--records", strconv.Itoa(n), "--warmup-records", strconv.Itoa(cfg.protoWarmup), "--record-size", strconv.Itoa(size), "--runs", "1",
 		"--latency-rate", strconv.Itoa(cfg.latencyRate), "--latency-seconds", strconv.FormatFloat(latSecs, 'f', -1, 64),
 		"--json").Output()
 	if err != nil {
