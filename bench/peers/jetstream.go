@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,9 @@ import (
 // 500 ms warm-up plus secs while a pull consumer receives; receive time minus
 // the send time stamped in the payload).
 func runJetStream(addr string, warm, n, size, rate int, secs float64) (protoResult, error) {
+	// The same GOGC as strata bench broker's driver (tools.DriverGCPercent),
+	// so neither driver's collections weigh on the latency figures more.
+	defer debug.SetGCPercent(debug.SetGCPercent(driverGCPercent))
 	var res protoResult
 	nc, err := nats.Connect("nats://"+addr, nats.MaxReconnects(0))
 	if err != nil {
@@ -120,6 +124,9 @@ func runJetStream(addr string, warm, n, size, rate int, secs float64) (protoResu
 }
 
 const jsWarmup = 500 * time.Millisecond
+
+// driverGCPercent is tools.DriverGCPercent.
+const driverGCPercent = 400
 
 // stall makes PublishAsync wait for room when 4096 acks are outstanding
 // (the default gives up after 200 ms), as franz-go's Produce blocks.
