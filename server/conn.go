@@ -27,11 +27,21 @@ type conn struct {
 	tcp *net.TCPConn // nil when the connection is not TCP (no sendfile)
 	log *slog.Logger
 
-	size [4]byte
-	rbuf []byte              // request frame, reused while small
-	wbuf []byte              // response frame, reused while small
-	rr   record.RecordReader // produce validation: reused decompression buffer
+	// in holds bytes read from the socket ahead of the frame being parsed:
+	// in[inR:inW] are unread. One read usually brings a whole small request
+	// (size prefix and body), so it costs one system call, not two.
+	in       []byte
+	inR, inW int
+	rbuf     []byte              // a request frame larger than in, reused while small
+	wbuf     []byte              // response frame, reused while small
+	rr       record.RecordReader // produce validation: reused decompression buffer
 }
+
+// inBufSize is the connection's read-ahead buffer, allocated at its first
+// request and kept: frames up to this size are parsed in place (fetches,
+// metadata, offset commits, small produce batches); larger ones are read into
+// rbuf, which grows with them.
+const inBufSize = 16 << 10
 
 // reqHeader is a parsed request header (v0-v2).
 type reqHeader struct {
@@ -103,27 +113,37 @@ func (c *conn) logReadError(err error) {
 // readFrame reads one size-prefixed request. The size is checked against
 // socket.request.max.bytes before anything is allocated, and a large frame's
 // buffer grows only as its bytes actually arrive, so a lying prefix cannot
-// make the broker allocate what the client never sends.
+// make the broker allocate what the client never sends. A frame that fits
+// the read-ahead buffer is returned in place; it is valid until the next
+// readFrame.
 func (c *conn) readFrame() ([]byte, error) {
-	if _, err := io.ReadFull(c.nc, c.size[:]); err != nil {
+	if c.in == nil {
+		c.in = make([]byte, inBufSize)
+	}
+	if err := c.fill(4); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w: frame size cut short", io.ErrUnexpectedEOF)
 		}
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(c.size[:]))
+	n := int32(binary.BigEndian.Uint32(c.in[c.inR:]))
 	if n < 0 || n > c.s.cfg.SocketRequestMaxBytes {
 		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrFrameSize, n, c.s.cfg.SocketRequestMaxBytes)
 	}
-	if int(n) <= cap(c.rbuf) {
-		b := c.rbuf[:n]
-		if _, err := io.ReadFull(c.nc, b); err != nil {
+	c.inR += 4
+	if int(n) <= len(c.in) {
+		if err := c.fill(int(n)); err != nil {
 			return nil, cutShort(err, n)
 		}
+		b := c.in[c.inR : c.inR+int(n)]
+		c.inR += int(n)
 		return b, nil
 	}
+	// Larger than the read-ahead buffer: what it holds starts the frame,
+	// the rest is read straight into rbuf.
 	const step = 64 << 10
-	b := c.rbuf[:0]
+	b := append(c.rbuf[:0], c.in[c.inR:c.inW]...)
+	c.inR, c.inW = 0, 0
 	for len(b) < int(n) {
 		want := min(int(n), max(2*cap(b), step))
 		if cap(b) < want {
@@ -131,7 +151,7 @@ func (c *conn) readFrame() ([]byte, error) {
 			copy(nb, b)
 			b = nb
 		}
-		m, err := io.ReadFull(c.nc, b[len(b):cap(b)])
+		m, err := io.ReadFull(c.nc, b[len(b):min(cap(b), int(n))]) // rbuf may be larger than this frame
 		b = b[:len(b)+m]
 		if err != nil {
 			return nil, cutShort(err, n)
@@ -139,6 +159,35 @@ func (c *conn) readFrame() ([]byte, error) {
 	}
 	c.rbuf = b
 	return b, nil
+}
+
+// fill reads until in holds at least n unread bytes (n <= len(in)), moving
+// the unread tail to the front first when n would not fit behind it. Each
+// read takes whatever the socket has, up to the buffer's end. It returns
+// io.EOF when the connection ends before any byte of the n, else
+// io.ErrUnexpectedEOF.
+func (c *conn) fill(n int) error {
+	if c.inW-c.inR >= n {
+		return nil
+	}
+	if c.inR+n > len(c.in) || c.inR == c.inW {
+		c.inW = copy(c.in, c.in[c.inR:c.inW])
+		c.inR = 0
+	}
+	for c.inW-c.inR < n {
+		m, err := c.nc.Read(c.in[c.inW:])
+		c.inW += m
+		if err != nil {
+			if c.inW-c.inR >= n {
+				return nil
+			}
+			if errors.Is(err, io.EOF) && c.inW > c.inR {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func cutShort(err error, n int32) error {

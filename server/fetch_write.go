@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,15 +24,30 @@ type fetchCut struct {
 	region *segment.Region
 }
 
+// fetchInlineMax is the most record bytes a Fetch response copies into its
+// frame instead of sending them with sendfile: below it the response leaves
+// in one write (one system call and one TCP segment for a long poll that
+// wakes for a few records, instead of a write, a sendfile and a write).
+const fetchInlineMax = 32 << 10
+
 // writeFetch frames a Fetch response (v4-12) by hand, because kmsg can only
 // encode records it holds in memory: everything but the records is appended
 // to the connection's write buffer, the frame size is computed up front
 // including the regions, and each partition's records go from the segment
 // file to the socket with sendfile at an explicit offset (zero-copy; the
 // file's shared offset is never used, so concurrent fetches cannot race).
+// When all the regions together hold at most fetchInlineMax bytes they are
+// read (pread) into the frame instead, and the frame is written at once.
 func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, topics []fetchTopic) error {
 	v := req.Version
 	flex := v >= 12
+	var total int64
+	for i := range topics {
+		for j := range topics[i].parts {
+			total += topics[i].parts[j].region.Len
+		}
+	}
+	inline := total <= fetchInlineMax
 	b := append(c.wbuf[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.corr))
 	if flex {
@@ -73,7 +90,13 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 			} else {
 				b = binary.BigEndian.AppendUint32(b, uint32(n))
 			}
-			if n > 0 {
+			switch {
+			case n > 0 && inline:
+				var err error
+				if b, err = appendRegion(b, &p.region); err != nil {
+					return fmt.Errorf("read records: %w", err)
+				}
+			case n > 0:
 				cuts = append(cuts, fetchCut{at: len(b), region: &p.region})
 				regionBytes += n
 			}
@@ -111,6 +134,24 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 	}
 	return nil
 }
+
+// appendRegion appends a region's bytes to b, read at its explicit offset.
+func appendRegion(b []byte, r *segment.Region) ([]byte, error) {
+	n := int(r.Len)
+	b = slices.Grow(b, n)
+	m, err := r.File.ReadAt(b[len(b):len(b)+n], r.Pos)
+	if m < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the file is shorter than the region
+		}
+		return b, err
+	}
+	inlineFetchBytes.Add(r.Len)
+	return b[:len(b)+n], nil
+}
+
+// inlineFetchBytes counts record bytes copied into Fetch frames (tests read it).
+var inlineFetchBytes atomic.Int64
 
 func appendArrayLen(b []byte, n int, flex bool) []byte {
 	if flex {

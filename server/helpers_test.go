@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 
 // testLogger discards logs unless STRATA_TEST_LOG is set.
 func testLogger() *slog.Logger {
+	if os.Getenv("STRATA_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 

@@ -105,9 +105,13 @@ func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string) error {
 }
 
 // benchProduce produces cfg.records values of cfg.recordSize bytes and
-// returns the time from the first Produce call to Flush returning. Records
-// come from slabs of produceSlab (one allocation each), so the driver's own
-// garbage stays small beside the client's.
+// returns the time from the first Produce call to Flush returning. Before
+// that clock starts, cfg.warmup records are produced and acknowledged at
+// offsets 0..W-1, so the client's metadata load, its produce connection and
+// its first requests (which take far longer than the ones after, whatever
+// the broker) are not counted; the measured records are offsets W..W+N-1. Records come from slabs of produceSlab (one
+// allocation each), so the driver's own garbage stays small beside the
+// client's.
 func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -128,6 +132,17 @@ func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 		if err != nil {
 			failed.CompareAndSwap(nil, &err)
 		}
+	}
+	warm := make([]kgo.Record, cfg.warmup)
+	for i := range warm {
+		warm[i].Topic, warm[i].Value = topic, val
+		cl.Produce(ctx, &warm[i], promise)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("warm-up records: %w", err)
+	}
+	if e := failed.Load(); e != nil {
+		return 0, fmt.Errorf("warm-up records: %w", *e)
 	}
 	const produceSlab = 4096
 	var slab []kgo.Record
@@ -157,14 +172,15 @@ func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 	return d, nil
 }
 
-// benchConsume reads cfg.records from offset 0 with a new client and checks
-// every value's size.
+// benchConsume reads the cfg.records measured records (after benchProduce's
+// cfg.warmup warm-up records) with a new client and checks every value's
+// size.
 func benchConsume(cfg benchBrokerConfig, boot, topic string, bar *progress) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(boot),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(cfg.warmup)}}),
 		kgo.FetchMaxBytes(cfg.fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(cfg.fetchPartBytes),
 		kgo.FetchMaxWait(time.Second),
@@ -173,7 +189,8 @@ func benchConsume(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 		return 0, err
 	}
 	defer cl.Close()
-	var n, next int64
+	var n int64
+	next := cfg.warmup
 	var bad error
 	t0 := time.Now()
 	for n < cfg.records && bad == nil {
@@ -194,8 +211,8 @@ func benchConsume(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 			}
 			next++
 		})
-		bar.add((next - n) * int64(cfg.recordSize))
-		n = next
+		bar.add((next - cfg.warmup - n) * int64(cfg.recordSize))
+		n = next - cfg.warmup
 	}
 	d := time.Since(t0)
 	if bad != nil {

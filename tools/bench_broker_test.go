@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/stratalog/strata/server"
 )
@@ -41,7 +44,7 @@ func TestBenchBrokerExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "2000", "--record-size", "50", "--runs", "2", "--latency-seconds", "0.3", "--latency-rate", "2000")
+	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "2000", "--warmup-records", "300", "--record-size", "50", "--runs", "2", "--latency-seconds", "0.3", "--latency-rate", "2000")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -50,11 +53,34 @@ func TestBenchBrokerExternal(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// Each run's topic holds the 300 warm-up records and the 2000 measured
+	// records after them.
+	_, adm := adminFor(t, srv.Addr().String())
+	ends, err := adm.ListEndOffsets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if strings.HasSuffix(o.Topic, "-latency") {
+			return
+		}
+		measured++
+		if o.Err != nil || o.Offset != 2300 {
+			t.Errorf("topic %s ends at %d (%v), want 2300: 300 warm-up records + 2000", o.Topic, o.Offset, o.Err)
+		}
+	})
+	if measured != 2 {
+		t.Errorf("%d produce topics, want 2 (one per run)", measured)
+	}
 	if _, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--validation", "both"); code != ExitUsage {
 		t.Errorf("--validation both with --bootstrap-server: exit %d (%s)", code, errOut)
 	}
 	if _, _, code := run(t, "bench", "broker", "--record-size", "8"); code != ExitUsage {
 		t.Errorf("--record-size 8: exit %d", code)
+	}
+	if _, _, code := run(t, "bench", "broker", "--warmup-records", "0"); code != ExitUsage {
+		t.Errorf("--warmup-records 0: exit %d", code)
 	}
 }
 

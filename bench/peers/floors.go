@@ -75,8 +75,8 @@ func (r *report) floorsMarkdown(w func(string, ...any)) {
 
 func (r *report) reproduceMarkdown(w func(string, ...any)) {
 	w("\n## Reproduce\n\n```sh\nmake bench-peers                      # = cd bench/peers && go run . -out ../../BENCHMARKS.md -charts charts -runs 3\n")
-	w("cd bench/peers && go run . -runs 3 -dir %s -records-100 %d -records-1k %d -records-sync %d -batch %d -proto-records %d -latency-rate %d -latency-records %d -out ../../BENCHMARKS.md -charts charts\n",
-		r.cfg.base, r.cfg.records[100], r.cfg.records[1024], r.cfg.recordsSync, r.cfg.batch, r.cfg.protoRecords, r.cfg.latencyRate, r.cfg.latencyCount)
+	w("cd bench/peers && go run . -runs 3 -dir %s -records-100 %d -records-1k %d -records-sync %d -batch %d -proto-records %d -proto-records-sync %d -proto-warmup %d -latency-rate %d -latency-records %d -out ../../BENCHMARKS.md -charts charts\n",
+		r.cfg.base, r.cfg.records[100], r.cfg.records[1024], r.cfg.recordsSync, r.cfg.batch, r.cfg.protoRecords, r.cfg.protoRecordsSync, r.cfg.protoWarmup, r.cfg.latencyRate, r.cfg.latencyCount)
 	w("cd bench/peers && go run . -protocol=false -engines strata,tidwall/wal -runs 1   # a subset, report on stdout\n")
 	w("cd bench/peers && go run . -render results.json -out ../../BENCHMARKS.md -charts charts   # re-render from the committed raw figures\n")
 	w("cd bench/peers && go test ./...      # every adapter round-trips records; the checks can fail\n```\n\n")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -14,13 +15,18 @@ import (
 
 // runJetStream is the JetStream counterpart of strata bench broker's three
 // phases, with nats.go's jetstream API against a server in another process:
-// produce (async publish of n messages of size bytes to a file-storage stream,
-// timed until every PubAck is in, at most 4096 in flight), consume (a new
-// pull consumer reads all n, AckNone as a Kafka consumer does not ack each
-// record, checking sizes), and latency (publish at rate records/s for a
+// produce (warm warm-up messages published and acknowledged before the
+// clock starts, as the Kafka driver's warm-up records; then async publish of
+// n messages of size bytes to a file-storage stream, timed until every
+// PubAck is in, at most 4096 in flight), consume (a new pull consumer reads
+// the n from sequence warm+1, AckNone as a Kafka consumer does not ack each record,
+// checking sizes), and latency (publish at rate records/s for a
 // 500 ms warm-up plus secs while a pull consumer receives; receive time minus
 // the send time stamped in the payload).
-func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, error) {
+func runJetStream(addr string, warm, n, size, rate int, secs float64) (protoResult, error) {
+	// The same GOGC as strata bench broker's driver (tools.DriverGCPercent),
+	// so neither driver's collections weigh on the latency figures more.
+	defer debug.SetGCPercent(debug.SetGCPercent(driverGCPercent))
 	var res protoResult
 	nc, err := nats.Connect("nats://"+addr, nats.MaxReconnects(0))
 	if err != nil {
@@ -44,6 +50,19 @@ func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, er
 	for i := range val {
 		val[i] = 'a' + byte(i%26)
 	}
+	for i := 0; i < warm && pubErr.Load() == nil; i++ {
+		if _, err := js.PublishAsync("bench", val, stall); err != nil {
+			return res, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return res, fmt.Errorf("warm-up: %w", ctx.Err())
+	}
+	if e := pubErr.Load(); e != nil {
+		return res, fmt.Errorf("warm-up: %w", *e)
+	}
 	t0 := time.Now()
 	for i := 0; i < n && pubErr.Load() == nil; i++ {
 		if _, err := js.PublishAsync("bench", val, stall); err != nil {
@@ -60,7 +79,7 @@ func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, er
 	}
 	res.Produce = float64(n) / time.Since(t0).Seconds()
 
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(warm) + 1})
 	if err != nil {
 		return res, err
 	}
@@ -105,6 +124,9 @@ func runJetStream(addr string, n, size, rate int, secs float64) (protoResult, er
 }
 
 const jsWarmup = 500 * time.Millisecond
+
+// driverGCPercent is tools.DriverGCPercent.
+const driverGCPercent = 400
 
 // stall makes PublishAsync wait for room when 4096 acks are outstanding
 // (the default gives up after 200 ms), as franz-go's Produce blocks.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type config struct {
 	engineFilter     string
 	repo             string
 	protoRecordsSync int
+	policies         []string // protocol policies to run
+	protoWarmup      int
 }
 
 func main() {
@@ -50,13 +53,22 @@ func main() {
 	flag.BoolVar(&cfg.storage, "storage", true, "run the storage table")
 	flag.BoolVar(&cfg.protocol, "protocol", true, "run the protocol table")
 	flag.IntVar(&cfg.protoRecords, "proto-records", 200000, "records per protocol case")
-	flag.IntVar(&cfg.protoRecordsSync, "proto-records-sync", 5000, "records per protocol case when the broker fsyncs before acknowledging")
+	flag.IntVar(&cfg.protoRecordsSync, "proto-records-sync", 50000, "records per protocol case when the broker fsyncs before acknowledging (enough for several produce requests of 1 MB at 100 B)")
+	flag.IntVar(&cfg.protoWarmup, "proto-warmup", 20000, "records produced and acknowledged before each protocol case's produce clock starts (every broker)")
 	flag.StringVar(&cfg.repo, "repo", "../..", "strata's repository root (to build the strata binary)")
 	flag.IntVar(&cfg.latencyRate, "latency-rate", 10000, "records/s offered in the latency phase")
 	flag.IntVar(&cfg.latencyCount, "latency-records", 20000, "records in the latency phase")
 	flag.StringVar(&cfg.strataBin, "strata", "", "strata binary (default: built from ../.. into a temp dir)")
 	flag.StringVar(&cfg.engineFilter, "engines", "", "comma-separated engine names to run (default all)")
+	policies := flag.String("policies", strings.Join(protoPolicies, ","), "comma-separated protocol policies to run")
 	flag.Parse()
+	for _, p := range strings.Split(*policies, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(protoPolicies, p) {
+			fatalf("-policies: %q is not one of %s", p, strings.Join(protoPolicies, ", "))
+		}
+		cfg.policies = append(cfg.policies, p)
+	}
 	cfg.records = map[int]int{}
 	for _, f := range strings.Split(sizes, ",") {
 		s, err := strconv.Atoi(strings.TrimSpace(f))
@@ -68,6 +80,9 @@ func main() {
 		if s < 1024 {
 			cfg.records[s] = n100
 		}
+	}
+	if cfg.protoWarmup < 1 {
+		fatalf("-proto-warmup must be at least 1")
 	}
 	if cfg.runs < 1 || cfg.batch < 1 || cfg.batch >= poolSize || cfg.recordsSync < 1 {
 		fatalf("-runs, -batch and -records-sync must be positive and -batch below %d", poolSize)

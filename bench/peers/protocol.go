@@ -104,7 +104,7 @@ func runProtocolTable(cfg *config, rep *report, run int) error {
 		rep.bins = b
 	}
 	for _, size := range cfg.sizes {
-		for _, pol := range protoPolicies {
+		for _, pol := range cfg.policies {
 			n := cfg.protoRecords
 			if pol == "fsync" {
 				n = cfg.protoRecordsSync
@@ -149,7 +149,9 @@ func runProtoCase(cfg *config, bins binaries, engine string, size int, pol strin
 		}
 		args := []string{"broker", "--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port), "--override", "log.dirs=" + dir}
 		if fsync {
-			args = append(args, "--override", "log.flush.interval.messages=1")
+			// Kafka's log.preallocate: the fdatasync after each produced
+			// batch then writes inside the file instead of growing it.
+			args = append(args, "--override", "log.flush.interval.messages=1", "--override", "log.preallocate=true")
 		}
 		b, err = startBroker(bins.strata, args, fmt.Sprintf("127.0.0.1:%d", port))
 	case "kfake":
@@ -171,10 +173,10 @@ func runProtoCase(cfg *config, bins binaries, engine string, size int, pol strin
 	defer b.stop()
 	latSecs := float64(cfg.latencyCount) / float64(cfg.latencyRate)
 	if engine == "nats jetstream" {
-		return runJetStream(b.addr, n, size, cfg.latencyRate, latSecs)
+		return runJetStream(b.addr, cfg.protoWarmup, n, size, cfg.latencyRate, latSecs)
 	}
 	out, err := exec.Command(bins.strata, "bench", "broker", "--bootstrap-server", b.addr,
-		"--records", strconv.Itoa(n), "--record-size", strconv.Itoa(size), "--runs", "1",
+		"--records", strconv.Itoa(n), "--warmup-records", strconv.Itoa(cfg.protoWarmup), "--record-size", strconv.Itoa(size), "--runs", "1",
 		"--latency-rate", strconv.Itoa(cfg.latencyRate), "--latency-seconds", strconv.FormatFloat(latSecs, 'f', -1, 64),
 		"--json").Output()
 	if err != nil {

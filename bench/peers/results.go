@@ -23,6 +23,7 @@ type savedResults struct {
 	Protocol          bool
 	ProtoRecords      int
 	ProtoRecordsSync  int
+	ProtoWarmup       int `json:",omitempty"` // 0 in results saved before the warm-up existed
 	LatencyRate       int
 	LatencyCount      int
 	Limits            []savedLimits
@@ -52,7 +53,7 @@ func (r *report) save(path string) error {
 		Started: r.started, Finished: r.finished, Load: r.load, LoadEnd: r.loadEnd, Machine: r.machine,
 		Runs: r.cfg.runs, Base: r.cfg.base, Sizes: r.cfg.sizes, Records: r.cfg.records, RecordsSync: r.cfg.recordsSync,
 		Batch: r.cfg.batch, Storage: r.cfg.storage, Protocol: r.cfg.protocol, ProtoRecords: r.cfg.protoRecords,
-		ProtoRecordsSync: r.cfg.protoRecordsSync, LatencyRate: r.cfg.latencyRate, LatencyCount: r.cfg.latencyCount,
+		ProtoRecordsSync: r.cfg.protoRecordsSync, ProtoWarmup: r.cfg.protoWarmup, LatencyRate: r.cfg.latencyRate, LatencyCount: r.cfg.latencyCount,
 		ProtoErr: r.protoErr,
 	}
 	for _, m := range r.limits {
@@ -92,6 +93,7 @@ func loadReport(path string, cfg config) (*report, error) {
 	cfg.runs, cfg.base, cfg.sizes, cfg.records, cfg.recordsSync = s.Runs, s.Base, s.Sizes, s.Records, s.RecordsSync
 	cfg.batch, cfg.storage, cfg.protocol, cfg.protoRecords = s.Batch, s.Storage, s.Protocol, s.ProtoRecords
 	cfg.protoRecordsSync, cfg.latencyRate, cfg.latencyCount = s.ProtoRecordsSync, s.LatencyRate, s.LatencyCount
+	cfg.protoWarmup = s.ProtoWarmup
 	r := &report{cfg: cfg, started: s.Started, finished: s.Finished, load: s.Load, loadEnd: s.LoadEnd, machine: s.Machine, protoErr: s.ProtoErr}
 	for _, m := range s.Limits {
 		r.limits = append(r.limits, machineLimits{m.WriteMBps, m.FdatasyncsSec, m.ReadCRCMBps, m.LoopbackMBps})
