@@ -27,14 +27,28 @@ func (l *Log) Append(buf []byte) (AppendInfo, error) { return l.append(buf, true
 func (l *Log) AppendAssigned(buf []byte) (AppendInfo, error) { return l.append(buf, false) }
 
 func (l *Log) append(buf []byte, assign bool) (AppendInfo, error) {
+	info, flush, err := l.appendLocked(buf, assign)
+	if err != nil || !flush {
+		return info, err
+	}
+	// flush.messages: fsync outside the writer's lock, so appends from other
+	// producers go on meanwhile and concurrent flushes share one fdatasync
+	// (FlushTo's group commit). This append returns only once its own data
+	// is durable.
+	return info, l.FlushTo(info.LastOffset + 1)
+}
+
+// appendLocked appends under the writer's lock; flush reports that
+// flush.messages asks for an fsync up to the append's end.
+func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
-		return AppendInfo{}, ErrClosed
+		return AppendInfo{}, false, ErrClosed
 	}
-	info, err := l.checkAppend(buf, assign)
+	info, err = l.checkAppend(buf, assign)
 	if err != nil {
-		return info, err
+		return info, false, err
 	}
 	act := l.active()
 	if act.shouldRoll(int64(len(buf)), info.LastOffset, info.MaxTimestamp, l.o.Now()) {
@@ -43,21 +57,16 @@ func (l *Log) append(buf []byte, assign bool) (AppendInfo, error) {
 			base = n
 		}
 		if act, err = l.roll(base); err != nil {
-			return AppendInfo{}, err
+			return AppendInfo{}, false, err
 		}
 	}
 	if err := act.append(buf); err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, false, err
 	}
 	next := info.LastOffset + 1
 	l.next.Store(next)
-	if next-l.flushed.Load() >= l.o.FlushMessages {
-		if err := l.FlushTo(next); err != nil {
-			return info, err
-		}
-	}
 	l.wake()
-	return info, nil
+	return info, next-l.flushed.Load() >= l.o.FlushMessages, nil
 }
 
 // checkAppend walks the batches of buf, checking framing and offsets and, when

@@ -1,7 +1,10 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -216,4 +219,54 @@ func TestReadStopsAtSnapshotEnd(t *testing.T) {
 			t.Fatal("readers read nothing")
 		}
 	})
+}
+
+// TestFlushMessagesGroupCommit: with flush.messages=1, concurrent appenders
+// share fdatasyncs (the fsync runs outside the writer's lock, so appends go on
+// while it runs and the next one covers them all), and each Append returns
+// only once its own records are durable.
+func TestFlushMessagesGroupCommit(t *testing.T) {
+	var syncs atomic.Int64
+	fsys := vfs.Inject(vfs.OS, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, LogSuffix) {
+			syncs.Add(1)
+			time.Sleep(2 * time.Millisecond) // a slow disk: appends pile up
+		}
+		return nil
+	}))
+	l, err := Open(t.TempDir(), &Options{FS: fsys, FlushMessages: 1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const writers, each = 4, 40
+	b := makeBatch(t, 0, 1, 1, record.CodecNone, 50)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				info, err := l.Append(bytes.Clone(b))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := l.FlushedOffset(); got <= info.LastOffset {
+					errs <- fmt.Errorf("Append of offset %d returned with the log flushed only to %d", info.LastOffset, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n >= writers*each*3/4 {
+		t.Fatalf("%d fdatasyncs for %d appends by %d writers: no group commit", n, writers*each, writers)
+	}
+	t.Logf("%d fdatasyncs for %d appends", syncs.Load(), writers*each)
 }
