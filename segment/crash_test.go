@@ -76,16 +76,25 @@ func crashWorkloads() []crashWorkload {
 	c := base
 	c.Preallocate = true
 	c.FlushMessages = 7
+	// Segments of several pages, flushed often: the writer zero-fills the
+	// reserve ahead of itself (segment_zero.go), and crashes tear those
+	// zero writes too.
+	d := base
+	d.Preallocate = true
+	d.FlushMessages = 3
+	d.SegmentBytes = 12 << 10
+	d.SegmentIndexBytes = 1200
 	ws := []crashWorkload{
 		newCrashWorkload("retention-bytes", 1, 70, a),
 		newCrashWorkload("flush-messages", 2, 60, b),
 		newCrashWorkload("preallocate", 3, 60, c),
+		newCrashWorkload("zero-fill", 4, 60, d),
 	}
 	// STRATA_CRASH_SEEDS=3,4,... adds scripts from more seeds (for long
 	// exploratory runs).
 	for _, f := range strings.Split(os.Getenv("STRATA_CRASH_SEEDS"), ",") {
 		if seed, err := strconv.ParseUint(f, 10, 64); err == nil {
-			o := []Options{a, b, c}[seed%3]
+			o := []Options{a, b, c, d}[seed%4]
 			ws = append(ws, newCrashWorkload(fmt.Sprintf("seed-%d", seed), seed, 70, o))
 		}
 	}

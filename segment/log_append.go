@@ -51,7 +51,7 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 		return info, false, err
 	}
 	act := l.active()
-	if act.shouldRoll(int64(len(buf)), info.LastOffset, info.MaxTimestamp, l.o.Now()) {
+	if act.shouldRoll(int64(len(buf)), info.LastOffset, info.MaxTimestamp, l.o.Now) {
 		base := info.FirstOffset
 		if n := l.next.Load(); n > base {
 			base = n

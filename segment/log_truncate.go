@@ -35,7 +35,7 @@ func (l *Log) TruncateTo(off int64) error {
 		if err := s.log.Truncate(pos); err != nil {
 			return fmt.Errorf("segment: truncate %s: %w", s.Path(LogSuffix), err)
 		}
-		s.allocated = 0 // the preallocated reserve went with the cut
+		s.allocated, s.zeroed = 0, 0 // the preallocated reserve went with the cut
 		if err := s.offIdx.TruncateTo(off); err != nil {
 			return fmt.Errorf("segment: %w", err)
 		}

@@ -43,6 +43,9 @@ type Segment struct {
 	seenFlushes       int64        // flushes seen by the writer
 	appendsSinceFlush int64        // appends since the writer saw a flush
 	flushes           atomic.Int64 // flush calls (any goroutine)
+	appends           int64        // appends to this segment by the writer
+	lastFlushAppend   int64        // appends when the writer last saw a flush
+	zeroed            int64        // the reserve is zero-filled below this (segment_zero.go)
 	bytesSinceIndex   int64        // bytes appended since the last offset index entry
 	rollTs            int64        // max timestamp of the first batch, -1 when none
 	createdMs         int64        // wall clock at creation or open
@@ -239,7 +242,7 @@ func (s *Segment) seal() error {
 			return fmt.Errorf("segment: trim %s: %w", s.Path(LogSuffix), err)
 		}
 	}
-	s.allocated = 0
+	s.allocated, s.zeroed = 0, 0
 	if ts := s.maxTs.Load(); ts >= 0 {
 		if err := s.timeIdx.AppendFinal(ts, s.offsetOfMaxTs); err != nil {
 			return fmt.Errorf("segment: %w", err)

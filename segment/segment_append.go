@@ -41,7 +41,9 @@ func (s *Segment) append(buf []byte) error {
 		last = h.LastOffset
 		p += int(h.TotalSize())
 	}
-	s.indexesSynced.Store(false)
+	if s.indexesSynced.Load() {
+		s.indexesSynced.Store(false)
+	}
 	s.maxTs.Store(maxTs)
 	// next before size: a reader that sees the new size also sees the new
 	// next (see read), so it can tell when the bytes run past its log end.
@@ -66,8 +68,9 @@ func (s *Segment) indexEntry(lastOffset, pos, maxTs int64) error {
 }
 
 // shouldRoll reports whether an append of n bytes with the given offsets and max
-// timestamp must go to a new segment.
-func (s *Segment) shouldRoll(n int64, lastOffset, maxTs, nowMs int64) bool {
+// timestamp must go to a new segment. The clock is read only when segment.ms
+// has no record timestamps to go by.
+func (s *Segment) shouldRoll(n int64, lastOffset, maxTs int64, now func() int64) bool {
 	size := s.size.Load()
 	if size == 0 {
 		return false
@@ -83,5 +86,5 @@ func (s *Segment) shouldRoll(n int64, lastOffset, maxTs, nowMs int64) bool {
 	if s.rollTs >= 0 && maxTs >= 0 {
 		return maxTs-s.rollTs > s.o.SegmentMs
 	}
-	return nowMs-s.createdMs > s.o.SegmentMs
+	return now()-s.createdMs > s.o.SegmentMs
 }

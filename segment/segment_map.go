@@ -31,6 +31,10 @@ var pageSize = int64(os.Getpagesize())
 // writeEntries writes buf at pos of the .log file: copied into the mapping
 // when the append is small and inside the reserve, else with one pwrite.
 func (s *Segment) writeEntries(buf []byte, pos int64) error {
+	s.countAppend()
+	if err := s.zeroAhead(pos + int64(len(buf))); err != nil {
+		return err
+	}
 	if int64(len(buf)) < int64(s.o.MapAppendsBelow) && pos+int64(len(buf)) <= s.allocated && !s.mapFailed && s.fewFlushes() {
 		if dst := s.mapped(pos, len(buf)); dst != nil {
 			if err := copyMapped(dst, buf); err != nil {
@@ -53,19 +57,26 @@ func (s *Segment) writeEntries(buf []byte, pos int64) error {
 // every append, 100 B, 2.5k/s mapped against 3.8k/s with pwrite).
 const mapMinAppendsPerFlush = 32
 
-// fewFlushes counts this append and reports whether at least
-// mapMinAppendsPerFlush appends came between the last two flushes the writer
-// saw (true until a flush is seen).
+// fewFlushes reports whether at least mapMinAppendsPerFlush appends came
+// between the last two flushes the writer saw (true until a flush is seen).
 func (s *Segment) fewFlushes() bool {
+	return s.mapByFlushes
+}
+
+// countAppend notes an append and the flushes since the last one: whether
+// flushes are rare enough for mapped appends, and when one was last seen
+// (zero-filling, segment_zero.go).
+func (s *Segment) countAppend() {
+	s.appends++
 	if seq := s.flushes.Load(); seq != s.seenFlushes {
 		s.mapByFlushes = s.appendsSinceFlush >= mapMinAppendsPerFlush && seq == s.seenFlushes+1
 		if !s.mapByFlushes {
 			s.unmap() // a mapped page costs every fsync a walk to clean it
 		}
 		s.seenFlushes, s.appendsSinceFlush = seq, 0
+		s.lastFlushAppend = s.appends
 	}
 	s.appendsSinceFlush++
-	return s.mapByFlushes
 }
 
 // mapped returns the n bytes at pos of the mapping, mapping [pos rounded down
