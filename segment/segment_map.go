@@ -31,7 +31,7 @@ var pageSize = int64(os.Getpagesize())
 // writeEntries writes buf at pos of the .log file: copied into the mapping
 // when the append is small and inside the reserve, else with one pwrite.
 func (s *Segment) writeEntries(buf []byte, pos int64) error {
-	s.countAppend()
+	s.countAppend(len(buf))
 	if err := s.zeroAhead(pos + int64(len(buf))); err != nil {
 		return err
 	}
@@ -66,9 +66,10 @@ func (s *Segment) fewFlushes() bool {
 // countAppend notes an append and the flushes since the last one: whether
 // flushes are rare enough for mapped appends, and when one was last seen
 // (zero-filling, segment_zero.go).
-func (s *Segment) countAppend() {
+func (s *Segment) countAppend(n int) {
 	s.appends++
 	if seq := s.flushes.Load(); seq != s.seenFlushes {
+		s.flushIntervalBytes, s.bytesSinceFlush = s.bytesSinceFlush, 0
 		s.mapByFlushes = s.appendsSinceFlush >= mapMinAppendsPerFlush && seq == s.seenFlushes+1
 		if !s.mapByFlushes {
 			s.unmap() // a mapped page costs every fsync a walk to clean it
@@ -77,6 +78,7 @@ func (s *Segment) countAppend() {
 		s.lastFlushAppend = s.appends
 	}
 	s.appendsSinceFlush++
+	s.bytesSinceFlush += int64(n)
 }
 
 // mapped returns the n bytes at pos of the mapping, mapping [pos rounded down

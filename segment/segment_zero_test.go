@@ -42,7 +42,7 @@ func TestZeroFillAhead(t *testing.T) {
 		switch {
 		case flushEvery == 0 && s.zeroed != 0:
 			t.Errorf("never flushed: zero-filled to %d", s.zeroed)
-		case flushEvery > 0 && s.zeroed < s.Size()+zeroAheadBytes/2:
+		case flushEvery > 0 && s.zeroed < s.Size()+minZeroFill/2:
 			t.Errorf("flush every %d: zero-filled to %d, size %d: want at least half a fill ahead", flushEvery, s.zeroed, s.Size())
 		}
 		name := FilePath("", 0, LogSuffix)

@@ -57,7 +57,7 @@ func main() {
 	flag.IntVar(&cfg.protoWarmup, "proto-warmup", 20000, "records produced and acknowledged before each protocol case's produce clock starts (every broker)")
 	flag.StringVar(&cfg.repo, "repo", "../..", "strata's repository root (to build the strata binary)")
 	flag.IntVar(&cfg.latencyRate, "latency-rate", 10000, "records/s offered in the latency phase")
-	flag.IntVar(&cfg.latencyCount, "latency-records", 20000, "records in the latency phase")
+	flag.IntVar(&cfg.latencyCount, "latency-records", 50000, "records in the latency phase (at -latency-rate: 5 s, so that a p99 is not one or two disk stalls)")
 	flag.StringVar(&cfg.strataBin, "strata", "", "strata binary (default: built from ../.. into a temp dir)")
 	flag.StringVar(&cfg.engineFilter, "engines", "", "comma-separated engine names to run (default all)")
 	policies := flag.String("policies", strings.Join(protoPolicies, ","), "comma-separated protocol policies to run")
