@@ -3,14 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-
-	"github.com/stratalog/strata/server"
 )
 
 // TestBenchBrokerInProcess runs strata bench broker small against its own
@@ -35,15 +31,7 @@ func TestBenchBrokerInProcess(t *testing.T) {
 // TestBenchBrokerExternal drives a broker it did not start, as it would
 // kfake or Kafka: the topics are created with CreateTopics.
 func TestBenchBrokerExternal(t *testing.T) {
-	cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(), "auto.create.topics.enable=false"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.Start(cfg, &server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startBroker(t, t.TempDir(), "auto.create.topics.enable=false")
 	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "2000", "--warmup-records", "300", "--record-size", "50", "--runs", "2", "--latency-seconds", "0.3", "--latency-rate", "2000")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,18 +25,8 @@ func TestDumplogRealOffsetsTopic(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	start := func() *server.Server {
-		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + data,
-			"offsets.topic.num.partitions=1", "offsets.topic.segment.bytes=8192",
-			"group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=500"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := server.Start(cfg, &server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return startBroker(t, data, "offsets.topic.num.partitions=1", "offsets.topic.segment.bytes=8192",
+			"group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=500")
 	}
 	s := start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -18,8 +16,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/stratalog/strata/server"
 )
 
 // groupsBroker is the address of a broker with a group coordinator: the one
@@ -30,19 +26,8 @@ func groupsBroker(t *testing.T) string {
 	if addr := os.Getenv("STRATA_GROUPS_BROKER"); addr != "" {
 		return addr
 	}
-	cfg, err := server.LoadConfig("", []string{
-		"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(),
-		"group.initial.rebalance.delay.ms=50", "group.min.session.timeout.ms=500",
-		"offsets.topic.num.partitions=4",
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.Start(cfg, &server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=50", "group.min.session.timeout.ms=500",
+		"offsets.topic.num.partitions=4")
 	return s.Addr().String()
 }
 
