@@ -22,6 +22,14 @@ func (l *Log) FlushTo(off int64) error {
 	segs := l.segs.Load().segs
 	last := segs[len(segs)-1]
 	for _, s := range segs {
+		if s.base >= off && s != segs[0] {
+			// Nothing below off here or later (a roll's flush of the
+			// segments it sealed): the new active segment is not synced,
+			// which would also count as a flush in its mapping and
+			// zero-fill decisions.
+			target = min(target, s.base)
+			break
+		}
 		if s != last && s.next.Load() <= from {
 			continue
 		}

@@ -43,8 +43,6 @@ type Segment struct {
 	seenFlushes        int64        // flushes seen by the writer
 	appendsSinceFlush  int64        // appends since the writer saw a flush
 	flushes            atomic.Int64 // flush calls (any goroutine)
-	appends            int64        // appends to this segment by the writer
-	lastFlushAppend    int64        // appends when the writer last saw a flush
 	zeroed             int64        // the reserve is zero-filled below this (segment_zero.go)
 	bytesSinceFlush    int64        // bytes appended since the writer saw a flush
 	flushIntervalBytes int64        // bytes appended between the last two flushes seen

@@ -35,7 +35,7 @@ func (s *Segment) writeEntries(buf []byte, pos int64) error {
 	if err := s.zeroAhead(pos + int64(len(buf))); err != nil {
 		return err
 	}
-	if int64(len(buf)) < int64(s.o.MapAppendsBelow) && pos+int64(len(buf)) <= s.allocated && !s.mapFailed && s.fewFlushes() {
+	if int64(len(buf)) < int64(s.o.MapAppendsBelow) && pos+int64(len(buf)) <= s.allocated && !s.mapFailed && s.mapByFlushes {
 		if dst := s.mapped(pos, len(buf)); dst != nil {
 			if err := copyMapped(dst, buf); err != nil {
 				return fmt.Errorf("segment: write %s at %d through its mapping: %w", s.Path(LogSuffix), pos, err)
@@ -57,17 +57,11 @@ func (s *Segment) writeEntries(buf []byte, pos int64) error {
 // every append, 100 B, 2.5k/s mapped against 3.8k/s with pwrite).
 const mapMinAppendsPerFlush = 32
 
-// fewFlushes reports whether at least mapMinAppendsPerFlush appends came
-// between the last two flushes the writer saw (true until a flush is seen).
-func (s *Segment) fewFlushes() bool {
-	return s.mapByFlushes
-}
-
 // countAppend notes an append and the flushes since the last one: whether
-// flushes are rare enough for mapped appends, and when one was last seen
-// (zero-filling, segment_zero.go).
+// at least mapMinAppendsPerFlush appends came between the last two flushes
+// the writer saw (mapByFlushes, true until a flush is seen), and the appends
+// and bytes since the last (zero-filling, segment_zero.go).
 func (s *Segment) countAppend(n int) {
-	s.appends++
 	if seq := s.flushes.Load(); seq != s.seenFlushes {
 		s.flushIntervalBytes, s.bytesSinceFlush = s.bytesSinceFlush, 0
 		s.mapByFlushes = s.appendsSinceFlush >= mapMinAppendsPerFlush && seq == s.seenFlushes+1
@@ -75,7 +69,6 @@ func (s *Segment) countAppend(n int) {
 			s.unmap() // a mapped page costs every fsync a walk to clean it
 		}
 		s.seenFlushes, s.appendsSinceFlush = seq, 0
-		s.lastFlushAppend = s.appends
 	}
 	s.appendsSinceFlush++
 	s.bytesSinceFlush += int64(n)

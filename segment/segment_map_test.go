@@ -135,3 +135,32 @@ func TestMappedAppendsFollowFlushRate(t *testing.T) {
 		}
 	}
 }
+
+// A roll's flush of the segments it sealed does not sync the new active
+// segment, so a log that is never flushed keeps mapped appends, and no
+// zero-fill, in every segment after the first.
+func TestMappedAppendsAfterRoll(t *testing.T) {
+	l, err := Open(t.TempDir(), &Options{Preallocate: true, SegmentBytes: 64 << 10, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b := makeBatch(t, 0, 1, 1, record.CodecNone, 100)
+	for range 2000 {
+		if _, err := l.Append(bytes.Clone(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := l.Segments()
+	if len(segs) < 3 {
+		t.Fatalf("%d segments, want rolls", len(segs))
+	}
+	l.bg.Wait() // the rolls' background flushes
+	act := segs[len(segs)-1]
+	if act.wmap == nil || act.zeroed != 0 {
+		t.Fatalf("active segment after rolls: mapped %v, zero-filled to %d; want mapped, no zero-fill", act.wmap != nil, act.zeroed)
+	}
+	if got, want := l.FlushedOffset(), act.Base(); got != want {
+		t.Fatalf("flushed offset %d after the rolls, want the active segment's base %d", got, want)
+	}
+}
