@@ -43,6 +43,9 @@
 // unmaps and writes with pwrite, because each fsync would make the next mapped
 // write fault. A fault in the mapping (an I/O error, a file cut by another
 // process) fails the append with an error.
+// While such a segment is being flushed, the writer also overwrites the
+// reserve just ahead of itself with zeros, so that later fdatasyncs write data
+// into blocks already written instead of converting unwritten extents.
 //
 // # Loading
 //

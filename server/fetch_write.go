@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -137,17 +136,12 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 
 // appendRegion appends a region's bytes to b, read at its explicit offset.
 func appendRegion(b []byte, r *segment.Region) ([]byte, error) {
-	n := int(r.Len)
-	b = slices.Grow(b, n)
-	m, err := r.File.ReadAt(b[len(b):len(b)+n], r.Pos)
-	if m < n {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF // the file is shorter than the region
-		}
+	b = slices.Grow(b, int(r.Len))
+	if _, err := r.ReadInto(b[len(b):]); err != nil {
 		return b, err
 	}
 	inlineFetchBytes.Add(r.Len)
-	return b[:len(b)+n], nil
+	return b[:len(b)+int(r.Len)], nil
 }
 
 // inlineFetchBytes counts record bytes copied into Fetch frames (tests read it).
