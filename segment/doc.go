@@ -25,7 +25,9 @@
 // As in Kafka, appends go to the page cache and nothing is fsynced unless
 // flush.messages or flush.ms say so (or the caller calls Flush/FlushTo). Flushes
 // are grouped: concurrent callers share one fdatasync of the log files, and
-// FlushedOffset (the recovery point) only moves after it. Indexes are synced when
+// FlushedOffset (the recovery point) only moves after it. HighWatermark, what
+// ReadToHighWatermark and Changed serve consumers, is the end of the appends
+// that have returned, so under flush.messages it moves only after the fsync. Indexes are synced when
 // a segment rolls; recovery rebuilds them above the recovery point.
 //
 // With Options.Preallocate (Kafka's preallocate / log.preallocate) the active

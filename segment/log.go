@@ -25,6 +25,7 @@ type Log struct {
 	mu     sync.Mutex // the writer lock
 	segs   atomic.Pointer[segList]
 	next   atomic.Int64 // log end offset
+	hw     atomic.Int64 // high watermark: the end of the appends that have returned
 	start  atomic.Int64 // log start offset
 	closed atomic.Bool
 
@@ -59,6 +60,29 @@ func (l *Log) Options() Options {
 
 // LogEndOffset is the offset the next appended record gets.
 func (l *Log) LogEndOffset() int64 { return l.next.Load() }
+
+// HighWatermark is the end of the appends that have returned: what a
+// consumer may read. It trails LogEndOffset only while an append waits for
+// the fsync that flush.messages asks for, so that (as in Kafka, where the
+// flush is part of the append and the high watermark moves after it)
+// consumers never see a record a crash could still take back.
+func (l *Log) HighWatermark() int64 { return l.hw.Load() }
+
+// raiseHighWatermark moves the high watermark up to end (never past the log
+// end, which a truncation meanwhile may have lowered) and wakes waiters.
+func (l *Log) raiseHighWatermark(end int64) {
+	end = min(end, l.next.Load())
+	for {
+		cur := l.hw.Load()
+		if cur >= end {
+			return
+		}
+		if l.hw.CompareAndSwap(cur, end) {
+			l.wake()
+			return
+		}
+	}
+}
 
 // LogStartOffset is the first offset readable.
 func (l *Log) LogStartOffset() int64 { return l.start.Load() }
@@ -95,7 +119,8 @@ func locate(segs []*Segment, off int64) int {
 	return i
 }
 
-// Changed returns a channel closed by the next append (or truncation or close).
+// Changed returns a channel closed when the high watermark next moves (or on
+// truncation or close).
 // It allocates only when someone waits.
 func (l *Log) Changed() <-chan struct{} {
 	l.notifyMu.Lock()

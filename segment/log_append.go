@@ -34,8 +34,12 @@ func (l *Log) append(buf []byte, assign bool) (AppendInfo, error) {
 	// flush.messages: fsync outside the writer's lock, so appends from other
 	// producers go on meanwhile and concurrent flushes share one fdatasync
 	// (FlushTo's group commit). This append returns only once its own data
-	// is durable.
-	return info, l.FlushTo(info.LastOffset + 1)
+	// is durable; only then does the high watermark cover it.
+	if err := l.FlushTo(info.LastOffset + 1); err != nil {
+		return info, err
+	}
+	l.raiseHighWatermark(info.LastOffset + 1)
+	return info, nil
 }
 
 // appendLocked appends under the writer's lock; flush reports that
@@ -65,8 +69,14 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 	}
 	next := info.LastOffset + 1
 	l.next.Store(next)
-	l.wake()
-	return info, next-l.flushed.Load() >= l.o.FlushMessages, nil
+	flush = next-l.flushed.Load() >= l.o.FlushMessages
+	if !flush {
+		// While a flushing append waits, every later append asks for a
+		// flush too (the unflushed count only grows), so this exposes no
+		// record whose flush is pending.
+		l.raiseHighWatermark(next)
+	}
+	return info, flush, nil
 }
 
 // checkAppend walks the batches of buf, checking framing and offsets and, when

@@ -75,6 +75,10 @@ func runModel(t *testing.T, fsys vfs.FS, dir string, seed uint64, steps int) {
 			if info.FirstOffset != first || info.LastOffset != ref.end-1 {
 				t.Fatalf("append info %+v, want [%d, %d]", info, first, ref.end-1)
 			}
+			// One writer: once Append returns, its records are visible.
+			if hw := l.HighWatermark(); hw != ref.end {
+				t.Fatalf("seed %d step %d: high watermark %d after an append, want %d", seed, step, hw, ref.end)
+			}
 		case op < 62:
 			if err := l.Roll(); err != nil {
 				t.Fatal(err)

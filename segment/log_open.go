@@ -148,6 +148,7 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 	l.publish(segs)
 	end := segs[len(segs)-1].next.Load()
 	l.next.Store(end)
+	l.hw.Store(end)
 	start := segs[0].base
 	if o.LogStartOffset > start {
 		start = o.LogStartOffset

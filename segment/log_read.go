@@ -36,6 +36,25 @@ func (l *Log) Read(offset, maxBytes int64) (Region, error) {
 	}
 }
 
+// ReadToHighWatermark is Read for a consumer: it stops at the high watermark,
+// and an offset between it and the log end reads as an empty region (the
+// records there are still waiting for their flush), as in Kafka.
+func (l *Log) ReadToHighWatermark(offset, maxBytes int64) (Region, error) {
+	for try := 0; ; try++ {
+		hw := l.hw.Load() // before the snapshot: every offset below it is in the list
+		v := l.Snapshot()
+		if offset >= hw && offset <= v.End && offset >= v.Start {
+			return Region{FirstOffset: offset}, nil
+		}
+		v.End = min(v.End, hw)
+		r, err := v.Read(offset, maxBytes)
+		if errors.Is(err, ErrSegmentGone) && try < 3 {
+			continue
+		}
+		return r, err
+	}
+}
+
 // Read is Log.Read against this snapshot.
 func (v Snapshot) Read(offset, maxBytes int64) (Region, error) {
 	if offset < v.Start || offset > v.End {

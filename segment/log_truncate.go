@@ -67,6 +67,7 @@ func (l *Log) TruncateTo(off int64) error {
 	}
 	end := s.next.Load()
 	l.next.Store(end)
+	l.hw.Store(end)
 	if l.start.Load() > end {
 		l.start.Store(end) // the cut batch straddled the log start: nothing is left
 	}
@@ -94,6 +95,7 @@ func (l *Log) truncateFully(off int64) error {
 	}
 	l.publish([]*Segment{s})
 	l.next.Store(off)
+	l.hw.Store(off)
 	l.start.Store(off)
 	l.flushed.Store(off)
 	for _, v := range segs {

@@ -45,7 +45,7 @@ func (s *Server) deleteRecords(topic string, part int32, off int64, sp *kmsg.Del
 	if !ok {
 		return kerr.UnknownServerError.Code
 	}
-	hw := p.log.LogEndOffset()
+	hw := p.log.HighWatermark()
 	if off == -1 {
 		off = hw
 	}

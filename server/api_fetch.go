@@ -147,7 +147,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 			}
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			if total == 0 || limit > 0 {
-				r, err := p.log.Read(rp.FetchOffset, max(limit, 0))
+				r, err := p.log.ReadToHighWatermark(rp.FetchOffset, max(limit, 0))
 				switch {
 				case errors.Is(err, segment.ErrOffsetOutOfRange):
 					fp.code = kerr.OffsetOutOfRange.Code
@@ -167,7 +167,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 					remaining -= r.Len
 				}
 			}
-			fp.hw = p.log.LogEndOffset()
+			fp.hw = p.log.HighWatermark()
 			fp.logStart = p.log.LogStartOffset()
 			ft.parts = append(ft.parts, fp)
 		}

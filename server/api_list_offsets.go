@@ -54,7 +54,7 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 	l := p.log
 	switch {
 	case ts == listLatest:
-		return l.LogEndOffset(), -1, 0
+		return l.HighWatermark(), -1, 0
 	case ts == listEarliest:
 		return l.LogStartOffset(), -1, 0
 	case ts == listMaxTimestamp && version >= 7:
@@ -87,7 +87,7 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 	}
 	if !ok {
 		if version == 0 {
-			return l.LogEndOffset(), -1, 0
+			return l.HighWatermark(), -1, 0
 		}
 		return -1, -1, 0
 	}

@@ -68,6 +68,13 @@
 // is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
 // segment.bytes is RECORD_LIST_TOO_LARGE.
 //
+// Fetch, ListOffsets (latest) and DeleteRecords (-1) work to the log's high
+// watermark: the end of the appends that have returned. With
+// log.flush.interval.messages=1 an append returns after its fdatasync, so a
+// consumer never reads a record that a crash could take back, as in Kafka
+// (whose flush is part of the append and whose high watermark moves after
+// it).
+//
 // Fetch responses are framed by hand (fetch_write.go): everything but the
 // record bytes is encoded into a buffer, the frame size is computed up front
 // from the file regions the log returned, and each region goes from the

@@ -9,9 +9,11 @@ import (
 type PartitionLog interface {
 	Append(buf []byte) (segment.AppendInfo, error)
 	Read(offset, maxBytes int64) (segment.Region, error)
+	ReadToHighWatermark(offset, maxBytes int64) (segment.Region, error)
 	Snapshot() segment.Snapshot
 	LogStartOffset() int64
 	LogEndOffset() int64
+	HighWatermark() int64
 	OffsetForTimestamp(ts int64) (segment.TimestampOffset, bool, error)
 	Changed() <-chan struct{}
 	Flush() error

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/segment"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestFetchWaitsForFlush: with log.flush.interval.messages=1 a produced
+// record is fetched, listed as the latest offset and counted in the high
+// watermark only after its fsync returns, as in Kafka (the flush is part of
+// the append, and the high watermark moves after it). The partition's fsync
+// is held open through an injected file system.
+func TestFetchWaitsForFlush(t *testing.T) {
+	var hold atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var released sync.Once
+	free := func() { hold.Store(false); released.Do(func() { close(release) }) }
+	fsys := vfs.Inject(vfs.OS, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, segment.LogSuffix) && strings.Contains(op.Path, "held-0") && hold.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	}))
+	open := func(dir string, o *segment.Options) (PartitionLog, error) {
+		o.FS = fsys
+		return segment.Open(dir, o)
+	}
+	ov := []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(), "log.flush.interval.messages=1"}
+	cfg, err := LoadConfig("", ov, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(cfg, &Options{Logger: testLogger(), OpenLog: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer free() // a failing check must not leave an fsync held (the deferred Close would wait on it)
+	ctx := testCtx(t)
+	prod := newClient(t, s, kgo.DefaultProduceTopic("held"), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.LeaderAck()))
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	hold.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- prod.ProduceSync(ctx, &kgo.Record{Value: []byte("second")}).FirstErr() }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second produce never reached its fsync")
+	}
+	admin := newClient(t, s)
+	fetch := func(wait int32) (hw int64, n int) {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = wait, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "held"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = 1, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch at offset 1: error code %d", p.ErrorCode)
+		}
+		return p.HighWatermark, len(p.RecordBatches)
+	}
+	if hw, n := fetch(200); hw != 1 || n != 0 {
+		t.Fatalf("fetch during the fsync: high watermark %d, %d record bytes; want 1 and none", hw, n)
+	}
+	lreq := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "held"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lreq.Topics = append(lreq.Topics, lt)
+	lresp, err := lreq.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := lresp.Topics[0].Partitions[0].Offset; off != 1 {
+		t.Fatalf("ListOffsets latest during the fsync: %d, want 1", off)
+	}
+
+	// A fetch waiting for data is answered once the fsync returns.
+	got := make(chan int, 1)
+	go func() { _, n := fetch(10_000); got <- n }()
+	time.Sleep(50 * time.Millisecond)
+	free()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n == 0 {
+			t.Fatal("the waiting fetch returned no records after the fsync")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting fetch was not woken by the fsync")
+	}
+	if hw, n := fetch(0); hw != 2 || n == 0 {
+		t.Fatalf("fetch after the fsync: high watermark %d, %d record bytes; want 2 and the record", hw, n)
+	}
+}
