@@ -21,6 +21,15 @@ func BenchmarkAppendSync(b *testing.B) {
 	})
 }
 
+// BenchmarkAppendBatch appends b.N records under the fsync-every-batch policy
+// (B = 100 records per sync), every engine that supports it, one record per
+// call: go test -run '^$' -bench AppendBatch.
+func BenchmarkAppendBatch(b *testing.B) {
+	benchAppend(b, PolicyBatch, func(e Engine) bool {
+		return e.Mapping(PolicyBatch) != "" && e.Unsupported(PolicyBatch) == ""
+	})
+}
+
 // benchAppend appends b.N records of 100 B and 1 KiB under policy p to every
 // engine ok accepts, strata-grow included.
 func benchAppend(b *testing.B, p Policy, ok func(Engine) bool) {
@@ -31,7 +40,7 @@ func benchAppend(b *testing.B, p Policy, ok func(Engine) bool) {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/%d", e.Name(), size), func(b *testing.B) {
-				w, err := e.Create(b.TempDir(), p, 1)
+				w, err := e.Create(b.TempDir(), p, 100)
 				if err != nil {
 					b.Fatal(err)
 				}
