@@ -38,7 +38,8 @@
 // reports as LoadReport.BytesPreallocatedTrimmed, not as a truncation.
 //
 // A preallocated segment on the real filesystem also takes small appends
-// (under Options.MapAppendsBelow, 1 KiB by default) by copying them into a
+// (under Options.MapAppendsBelow, 4 KiB by default; under 1 KiB while the log
+// is being flushed, as fdatasync must clean each mapped page) by copying them into a
 // shared writable mapping of its reserve: the same page-cache pages a pwrite
 // fills, so readers, fdatasync and a process crash see no difference, without
 // a system call per append. When fsyncs come every few appends the segment

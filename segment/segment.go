@@ -40,6 +40,7 @@ type Segment struct {
 	mapOff             int64        // file offset of wmap[0]
 	mapFailed          bool         // the file cannot be mapped: appends use pwrite
 	mapByFlushes       bool         // flushes are rare enough for mapped appends
+	mappedAppends      int64        // appends copied into wmap (tests)
 	seenFlushes        int64        // flushes seen by the writer
 	appendsSinceFlush  int64        // appends since the writer saw a flush
 	flushes            atomic.Int64 // flush calls (any goroutine)

@@ -164,3 +164,40 @@ func TestMappedAppendsAfterRoll(t *testing.T) {
 		t.Fatalf("flushed offset %d after the rolls, want the active segment's base %d", got, want)
 	}
 }
+
+// An append of 1–4 KiB is mapped while nobody flushes the log, and written
+// with pwrite once flushes come (every 100 appends here), because each
+// fdatasync would have to clean every mapped page; appends under 1 KiB stay
+// mapped either way.
+func TestMappedAppendSizeFollowsFlushing(t *testing.T) {
+	for _, c := range []struct {
+		size       int
+		flushEvery int
+		wantMapped bool
+	}{{2000, 0, true}, {2000, 100, false}, {100, 100, true}, {5000, 0, false}} {
+		l, err := Open(t.TempDir(), &Options{Preallocate: true, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := makeBatch(t, 0, 1, 1, record.CodecNone, c.size)
+		const n = 500
+		for i := 1; i <= n; i++ {
+			if _, err := l.Append(bytes.Clone(b)); err != nil {
+				t.Fatal(err)
+			}
+			if c.flushEvery > 0 && i%c.flushEvery == 0 {
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s := l.Segments()[0]
+		// With flushes, the appends before the first one are mapped.
+		if got := s.mappedAppends > n/2; got != c.wantMapped {
+			t.Errorf("%d-byte values, flush every %d: %d of %d appends mapped; want mostly mapped = %v", c.size, c.flushEvery, s.mappedAppends, n, c.wantMapped)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func (s *Segment) zeroFill() int64 {
 // and being flushed. It writes only above end, rounded up to a page, so it
 // never touches data.
 func (s *Segment) zeroAhead(end int64) error {
-	if s.allocated == 0 || s.seenFlushes == 0 || s.appendsSinceFlush > zeroFlushWindow {
+	if s.allocated == 0 || !s.beingFlushed() {
 		return nil
 	}
 	fill := s.zeroFill()

@@ -14,9 +14,10 @@ import (
 // segment.Log.Append; syncs are Log.Flush (fdatasync of the active segment).
 // It runs with preallocate=true, Kafka's log.preallocate (segment.Options.
 // Preallocate: the segment file is fallocated ahead of the writer, as etcd's
-// and raft-wal's are), which also lets appends under 1 KiB be copied into a
-// shared mapping of the reserve instead of pwritten (segment.Options.
-// MapAppendsBelow; off while fsyncs come every few appends); grow is the same
+// and raft-wal's are), which also lets appends under 4 KiB (1 KiB while the log
+// is being flushed) be copied into a shared mapping of the reserve instead of
+// pwritten (segment.Options.MapAppendsBelow; off while fsyncs come every few
+// appends); grow is the same
 // engine without preallocation, for A/B runs (BenchmarkAppendSync), not in the
 // report.
 type strataEngine struct{ grow bool }
@@ -36,7 +37,7 @@ func (e strataEngine) Name() string {
 func (strataEngine) Mapping(p Policy) string {
 	switch p {
 	case PolicyNone:
-		return "`Log.Append` of a 1-record v2 batch, `preallocate=true` (Kafka's `log.preallocate`; appends under 1 KiB are copied into a mapping of the reserve), flush.messages never"
+		return "`Log.Append` of a 1-record v2 batch, `preallocate=true` (Kafka's `log.preallocate`; appends under 4 KiB are copied into a mapping of the reserve), flush.messages never"
 	case PolicyEvery:
 		return "`Log.Append` of a 1-record v2 batch, then `Log.Flush` (fdatasync); `preallocate=true` (Kafka's `log.preallocate`)"
 	default:
