@@ -48,7 +48,7 @@ func main() {
 	flag.StringVar(&sizes, "sizes", "100,1024", "record sizes in bytes")
 	flag.IntVar(&n100, "records-100", 200000, "records per storage case at 100 B (none and batch policies)")
 	flag.IntVar(&n1k, "records-1k", 100000, "records per storage case at 1 KiB and above (none and batch policies)")
-	flag.IntVar(&cfg.recordsSync, "records-sync", 2000, "records per storage case under fsync every append")
+	flag.IntVar(&cfg.recordsSync, "records-sync", 4000, "records per storage case under fsync every append")
 	flag.IntVar(&cfg.batch, "batch", 100, "records per fsync under the batch policy")
 	flag.BoolVar(&cfg.storage, "storage", true, "run the storage table")
 	flag.BoolVar(&cfg.protocol, "protocol", true, "run the protocol table")
@@ -155,6 +155,12 @@ func runStorageTable(cfg config, rep *report, run int) error {
 				n = cfg.recordsSync
 			}
 			all := engines()
+			if p == PolicyEvery {
+				if err := runEveryInterleaved(cfg, rep, all, size, n, recs); err != nil {
+					return err
+				}
+				continue
+			}
 			for i := range all {
 				e := all[(i+run)%len(all)]
 				if !wanted(cfg, e.Name()) || e.Mapping(p) == "" {
@@ -171,6 +177,31 @@ func runStorageTable(cfg config, rep *report, run int) error {
 				rep.addStorage(e.Name(), size, p, res)
 			}
 		}
+	}
+	return nil
+}
+
+// runEveryInterleaved runs the fsync-every-append cell of one record size for
+// every engine that can, interleaved (runStorageInterleaved).
+func runEveryInterleaved(cfg config, rep *report, all []Engine, size, n int, recs *records) error {
+	var cases []storageCase
+	for _, e := range all {
+		if wanted(cfg, e.Name()) && e.Mapping(PolicyEvery) != "" && e.Unsupported(PolicyEvery) == "" {
+			cases = append(cases, storageCase{engine: e, size: size, policy: PolicyEvery, records: n, batch: cfg.batch})
+		}
+	}
+	if len(cases) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	res, err := runStorageInterleaved(cases, cfg.base, recs)
+	if err != nil {
+		return err
+	}
+	for i, c := range cases {
+		logf("  %-22s %5d B  %-20s %8d records  append %10.0f/s  read %10.0f/s  (interleaved, %.1f s for all)",
+			c.engine.Name(), size, PolicyEvery, n, res[i].appendPerSec, res[i].readPerSec, time.Since(t0).Seconds())
+		rep.addStorage(c.engine.Name(), size, PolicyEvery, res[i])
 	}
 	return nil
 }
