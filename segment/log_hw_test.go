@@ -1,9 +1,6 @@
 package segment
 
 import (
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,23 +13,14 @@ import (
 // once its fsync has returned, as Kafka moves the high watermark after the
 // append's flush. The fsync is held open to look at the log meanwhile.
 func TestHighWatermarkWaitsForFlush(t *testing.T) {
-	var hold atomic.Bool
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var released sync.Once
-	free := func() { hold.Store(false); released.Do(func() { close(release) }) }
-	fsys := vfs.Inject(vfs.OS, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, LogSuffix) && hold.Load() {
-			entered <- struct{}{}
-			<-release
-		}
-		return nil
-	}))
+	gate := vfs.NewSyncGate(LogSuffix)
+	fsys := vfs.Inject(vfs.OS, gate)
 	l, err := Open(t.TempDir(), &Options{FS: fsys, FlushMessages: 1, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	defer free() // a failing check must not leave an fsync held (the deferred Close would wait on it)
+	defer gate.Release() // a failing check must not leave an fsync held (the deferred Close would wait on it)
 	b := makeBatch(t, 0, 3, 1, record.CodecNone, 40)
 	if _, err := l.Append(append([]byte(nil), b...)); err != nil {
 		t.Fatal(err)
@@ -41,14 +29,14 @@ func TestHighWatermarkWaitsForFlush(t *testing.T) {
 		t.Fatalf("after a flushed append: high watermark %d, log end %d; want 3, 3", hw, leo)
 	}
 
-	hold.Store(true)
+	gate.Hold()
 	changed := l.Changed()
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Append(append([]byte(nil), b...))
 		done <- err
 	}()
-	<-entered // the second append is in its fsync
+	<-gate.Entered() // the second append is in its fsync
 	if hw, leo := l.HighWatermark(), l.LogEndOffset(); hw != 3 || leo != 6 {
 		t.Fatalf("during the fsync: high watermark %d, log end %d; want 3, 6", hw, leo)
 	}
@@ -76,7 +64,7 @@ func TestHighWatermarkWaitsForFlush(t *testing.T) {
 		t.Fatal("ReadToHighWatermark past the log end: no error")
 	}
 
-	free()
+	gate.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

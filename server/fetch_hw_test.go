@@ -1,9 +1,6 @@
 package server
 
 import (
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,17 +16,8 @@ import (
 // the append, and the high watermark moves after it). The partition's fsync
 // is held open through an injected file system.
 func TestFetchWaitsForFlush(t *testing.T) {
-	var hold atomic.Bool
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var released sync.Once
-	free := func() { hold.Store(false); released.Do(func() { close(release) }) }
-	fsys := vfs.Inject(vfs.OS, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, segment.LogSuffix) && strings.Contains(op.Path, "held-0") && hold.Load() {
-			entered <- struct{}{}
-			<-release
-		}
-		return nil
-	}))
+	gate := vfs.NewSyncGate("held-0/00000000000000000000" + segment.LogSuffix)
+	fsys := vfs.Inject(vfs.OS, gate)
 	open := func(dir string, o *segment.Options) (PartitionLog, error) {
 		o.FS = fsys
 		return segment.Open(dir, o)
@@ -44,18 +32,18 @@ func TestFetchWaitsForFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	defer free() // a failing check must not leave an fsync held (the deferred Close would wait on it)
+	defer gate.Release() // a failing check must not leave an fsync held (the deferred Close would wait on it)
 	ctx := testCtx(t)
 	prod := newClient(t, s, kgo.DefaultProduceTopic("held"), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.LeaderAck()))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
-	hold.Store(true)
+	gate.Hold()
 	done := make(chan error, 1)
 	go func() { done <- prod.ProduceSync(ctx, &kgo.Record{Value: []byte("second")}).FirstErr() }()
 	select {
-	case <-entered:
+	case <-gate.Entered():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second produce never reached its fsync")
 	}
@@ -101,7 +89,7 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	got := make(chan int, 1)
 	go func() { _, n := fetch(10_000); got <- n }()
 	time.Sleep(50 * time.Millisecond)
-	free()
+	gate.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
