@@ -290,6 +290,19 @@ func fetchRequest(version int16, topic string, p int32, offset int64) *kmsg.Fetc
 	return req
 }
 
+// listOffsetsRequest asks for partition p of topic at timestamp ts (-1
+// latest, -2 earliest).
+func listOffsetsRequest(topic string, p int32, ts int64) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = p, ts
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // TestAcksZero: acks=0 produces get no response; a failed one closes the
 // connection (Kafka's way of telling the client).
 func TestAcksZero(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/segment"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestFetchWaitsForFlush: with log.flush.interval.messages=1 a produced
@@ -49,14 +48,8 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	}
 	admin := newClient(t, s)
 	fetch := func(wait int32) (hw int64, n int) {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = wait, 1, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "held"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset = 1, 1<<20, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := fetchRequest(12, "held", 0, 1)
+		req.MaxWaitMillis, req.MinBytes = wait, 1
 		resp, err := req.RequestWith(ctx, admin)
 		if err != nil {
 			t.Fatal(err)
@@ -70,13 +63,7 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	if hw, n := fetch(200); hw != 1 || n != 0 {
 		t.Fatalf("fetch during the fsync: high watermark %d, %d record bytes; want 1 and none", hw, n)
 	}
-	lreq := kmsg.NewPtrListOffsetsRequest()
-	lt := kmsg.NewListOffsetsRequestTopic()
-	lt.Topic = "held"
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = -1
-	lt.Partitions = append(lt.Partitions, lp)
-	lreq.Topics = append(lreq.Topics, lt)
+	lreq := listOffsetsRequest("held", 0, -1)
 	lresp, err := lreq.RequestWith(ctx, admin)
 	if err != nil {
 		t.Fatal(err)

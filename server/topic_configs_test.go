@@ -142,14 +142,8 @@ func TestRetention(t *testing.T) {
 	if p := r.roundTrip(req, 100).(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.LogStartOffset < start {
 		t.Fatalf("fetch below log start: %+v", p)
 	}
-	lo := kmsg.NewPtrListOffsetsRequest()
+	lo := listOffsetsRequest("ret", 0, -2)
 	lo.Version = 7
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "ret"
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = -2
-	rt.Partitions = append(rt.Partitions, rp)
-	lo.Topics = append(lo.Topics, rt)
 	if p := r.roundTrip(lo, 101).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; p.Offset < start || p.Offset >= 20 {
 		t.Fatalf("earliest %d, log start %d", p.Offset, start)
 	}
