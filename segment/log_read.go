@@ -27,29 +27,29 @@ func (l *Log) Snapshot() Snapshot {
 // returns an empty region. Offsets outside [start, end] are ErrOffsetOutOfRange.
 // Release the region when done.
 func (l *Log) Read(offset, maxBytes int64) (Region, error) {
-	for try := 0; ; try++ {
-		r, err := l.Snapshot().Read(offset, maxBytes)
-		if errors.Is(err, ErrSegmentGone) && try < 3 {
-			continue // deleted under us: the new list tells where the data went
-		}
-		return r, err
-	}
+	return l.read(offset, maxBytes, false)
 }
 
 // ReadToHighWatermark is Read for a consumer: it stops at the high watermark,
 // and an offset between it and the log end reads as an empty region (the
 // records there are still waiting for their flush), as in Kafka.
 func (l *Log) ReadToHighWatermark(offset, maxBytes int64) (Region, error) {
+	return l.read(offset, maxBytes, true)
+}
+
+func (l *Log) read(offset, maxBytes int64, toHW bool) (Region, error) {
 	for try := 0; ; try++ {
 		hw := l.hw.Load() // before the snapshot: every offset below it is in the list
 		v := l.Snapshot()
-		if offset >= hw && offset <= v.End && offset >= v.Start {
-			return Region{FirstOffset: offset}, nil
+		if toHW {
+			if offset >= hw && offset <= v.End && offset >= v.Start {
+				return Region{FirstOffset: offset}, nil
+			}
+			v.End = min(v.End, hw)
 		}
-		v.End = min(v.End, hw)
 		r, err := v.Read(offset, maxBytes)
 		if errors.Is(err, ErrSegmentGone) && try < 3 {
-			continue
+			continue // deleted under us: the new list tells where the data went
 		}
 		return r, err
 	}

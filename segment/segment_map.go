@@ -70,10 +70,10 @@ func (s *Segment) mapLimit() int {
 	return s.o.MapAppendsBelow
 }
 
-// beingFlushed: the writer has seen a flush within the last zeroFlushWindow
+// beingFlushed: the writer has seen a flush within the last flushWindow
 // appends.
 func (s *Segment) beingFlushed() bool {
-	return s.seenFlushes > 0 && s.appendsSinceFlush <= zeroFlushWindow
+	return s.seenFlushes > 0 && s.appendsSinceFlush <= flushWindow
 }
 
 // mapMinAppendsPerFlush: mapped appends pay off only when many of them come

@@ -24,9 +24,10 @@ const (
 	// minZeroFill and maxZeroFill bound one zero-fill.
 	minZeroFill = 64 << 10
 	maxZeroFill = 1 << 20
-	// zeroFlushWindow: zero-fill while the writer has seen a flush within
-	// this many appends.
-	zeroFlushWindow = 1024
+	// flushWindow: the segment counts as being flushed (zero-fill, smaller
+	// mapped appends) while the writer has seen a flush within this many
+	// appends.
+	flushWindow = 1024
 )
 
 // zeroPage is the source of zero-fills; it is never written.
