@@ -100,6 +100,23 @@ func storageColumns() []column {
 	return cols
 }
 
+// columnLimit is a column's limit at one record size, one figure per run: the
+// write(2) loop run interleaved with the engines (loopEngine) for the fsync
+// columns, when the run has it, else the bound computed from the machine
+// limits.
+func (r *report) columnLimit(c column, size int) sample {
+	if !c.read && c.policy != PolicyNone {
+		if s := c.get(r, loopName, size); len(s) > 0 {
+			return s
+		}
+	}
+	var s sample
+	for _, m := range r.limits {
+		s = append(s, c.limit(m, size, r.cfg.batch))
+	}
+	return s
+}
+
 func (r *report) limitSample(f func(m machineLimits) float64) sample {
 	var s sample
 	for _, m := range r.limits {
@@ -161,7 +178,7 @@ func (r *report) chartLink(name string) string {
 
 func (r *report) storageMarkdown(w func(string, ...any)) {
 	w("## Storage: append N records, close, reopen, read them all back\n\n")
-	w("Each engine appends records of S bytes one at a time through its own API into a fresh directory under `%s`, is closed, reopened and reads everything back through its own read path; the benchmark checks that record *i* comes back *i*-th with S bytes. Append time is the append calls only (not open or close); read time is reopen + read + close. N = %s records at 100 B and %s at 1 KiB for the none and batch policies (and their read back), %s records for fsync every append; B = %d records per fsync in the batch policy. The fsync-every-append cell runs the engines interleaved, because there they all wait on the disk, whose fdatasync rate drifts from second to second on this VM: every log is opened first, the N records go in %d slices, each slice to every engine in turn (the order rotating by slice), and each engine is timed on its own slices. The limit row is the machine's bound for that column in records/s: sequential write MB/s ÷ S for none, min(that, fdatasyncs/s) for fsync every append, min(that, fdatasyncs/s × B) for the batch, read+CRC MB/s ÷ S for the read.\n\n",
+	w("Each engine appends records of S bytes one at a time through its own API into a fresh directory under `%s`, is closed, reopened and reads everything back through its own read path; the benchmark checks that record *i* comes back *i*-th with S bytes. Append time is the append calls only (not open or close); read time is reopen + read + close. N = %s records at 100 B and %s at 1 KiB for the none and batch policies (and their read back), %s records for fsync every append; B = %d records per fsync in the batch policy. The two fsync columns run the engines interleaved, because there they all wait on the disk, whose fdatasync rate drifts from second to second on this VM: every log is opened first, the N records go in %d slices, each slice to every engine in turn (the order rotating by slice), and each engine is timed on its own slices; the none column runs one engine after another, each after a `syncfs`. The limit row is the machine's bound for that column in records/s: sequential write MB/s ÷ S for none and read+CRC MB/s ÷ S for the read; for the two fsync columns it is a plain loop run in the same interleaved slices as the engines, one `write(2)` of the bare record per append into a file and an `fdatasync` after every append or every B (no framing, checksum or index): the bound for an engine that makes one write call per record, which the engines taking B records in one call can pass.\n\n",
 		r.cfg.base, si(float64(r.cfg.records[100])), si(float64(r.cfg.records[1024])), si(float64(r.cfg.recordsSync)), r.cfg.batch, interleaveRounds)
 	cols := storageColumns()
 	for _, size := range r.cfg.sizes {
@@ -202,10 +219,7 @@ func (r *report) storageMarkdown(w func(string, ...any)) {
 		}
 		w("| *machine limit* |")
 		for _, c := range cols {
-			var s sample
-			for _, m := range r.limits {
-				s = append(s, c.limit(m, size, r.cfg.batch))
-			}
+			s := r.columnLimit(c, size)
 			ref := c.get(r, strataName, size).median()
 			w(" *%s/s*", si(s.median()))
 			if ref > 0 {

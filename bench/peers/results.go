@@ -59,7 +59,7 @@ func (r *report) save(path string) error {
 	for _, m := range r.limits {
 		s.Limits = append(s.Limits, savedLimits{m.writeMBps, m.fdatasyncsSec, m.readCRCMBps, m.loopbackMBps})
 	}
-	for _, e := range engines() {
+	for _, e := range append(engines(), loopEngine{}) {
 		for _, size := range r.cfg.sizes {
 			for _, p := range policies {
 				if v := r.storage[storageKey{e.Name(), size, p}]; v != nil {
