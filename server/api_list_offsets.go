@@ -14,8 +14,11 @@ const (
 
 // handleListOffsets answers ListOffsets v0-7: latest (-1, the high
 // watermark, which is also the last stable offset without transactions),
-// earliest (-2), max timestamp (-3) and by timestamp. v0 answers in the old
-// array form with at most one offset.
+// earliest (-2), max timestamp (-3) and by timestamp. As in Kafka, a
+// timestamp lookup that lands at or past the high watermark (a record whose
+// append has not returned, e.g. while its flush.messages fsync runs) finds
+// nothing: consumers are never pointed at offsets they cannot fetch yet. v0
+// answers in the old array form with at most one offset.
 func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	resp.Default()
@@ -73,7 +76,7 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 			s.log.Error("max timestamp lookup", "topic", p.topic, "partition", p.index, "error", err)
 			return -1, -1, kerr.KafkaStorageError.Code
 		}
-		if !ok {
+		if !ok || r.Offset >= l.HighWatermark() {
 			return -1, -1, 0
 		}
 		return r.Offset, r.Timestamp, 0
@@ -85,7 +88,7 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 		s.log.Error("timestamp lookup", "topic", p.topic, "partition", p.index, "error", err)
 		return -1, -1, kerr.KafkaStorageError.Code
 	}
-	if !ok {
+	if !ok || r.Offset >= l.HighWatermark() {
 		if version == 0 {
 			return l.HighWatermark(), -1, 0
 		}

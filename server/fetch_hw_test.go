@@ -10,8 +10,8 @@ import (
 )
 
 // TestFetchWaitsForFlush: with log.flush.interval.messages=1 a produced
-// record is fetched, listed as the latest offset and counted in the high
-// watermark only after its fsync returns, as in Kafka (the flush is part of
+// record is fetched, listed as the latest offset, found by timestamp and
+// counted in the high watermark only after its fsync returns, as in Kafka (the flush is part of
 // the append, and the high watermark moves after it). The partition's fsync
 // is held open through an injected file system.
 func TestFetchWaitsForFlush(t *testing.T) {
@@ -34,13 +34,16 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	defer gate.Release() // a failing check must not leave an fsync held (the deferred Close would wait on it)
 	ctx := testCtx(t)
 	prod := newClient(t, s, kgo.DefaultProduceTopic("held"), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.LeaderAck()))
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("first"), Timestamp: t0}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
 	gate.Hold()
 	done := make(chan error, 1)
-	go func() { done <- prod.ProduceSync(ctx, &kgo.Record{Value: []byte("second")}).FirstErr() }()
+	go func() {
+		done <- prod.ProduceSync(ctx, &kgo.Record{Value: []byte("second"), Timestamp: t0.Add(time.Second)}).FirstErr()
+	}()
 	select {
 	case <-gate.Entered():
 	case <-time.After(10 * time.Second):
@@ -63,13 +66,26 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	if hw, n := fetch(200); hw != 1 || n != 0 {
 		t.Fatalf("fetch during the fsync: high watermark %d, %d record bytes; want 1 and none", hw, n)
 	}
-	lreq := listOffsetsRequest("held", 0, -1)
-	lresp, err := lreq.RequestWith(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
+	listed := func(ts int64) int64 {
+		resp, err := listOffsetsRequest("held", 0, ts).RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("ListOffsets %d: error code %d", ts, p.ErrorCode)
+		}
+		return p.Offset
 	}
-	if off := lresp.Topics[0].Partitions[0].Offset; off != 1 {
+	second := t0.Add(time.Second / 2).UnixMilli() // only the second record is at or after it
+	if off := listed(-1); off != 1 {
 		t.Fatalf("ListOffsets latest during the fsync: %d, want 1", off)
+	}
+	if off := listed(second); off != -1 {
+		t.Fatalf("ListOffsets by timestamp during the fsync: %d, want -1 (the record is past the high watermark)", off)
+	}
+	if off := listed(-3); off != -1 {
+		t.Fatalf("ListOffsets max timestamp during the fsync: %d, want -1 (that record is past the high watermark)", off)
 	}
 
 	// A fetch waiting for data is answered once the fsync returns.
@@ -90,5 +106,11 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	}
 	if hw, n := fetch(0); hw != 2 || n == 0 {
 		t.Fatalf("fetch after the fsync: high watermark %d, %d record bytes; want 2 and the record", hw, n)
+	}
+	if off := listed(second); off != 1 {
+		t.Fatalf("ListOffsets by timestamp after the fsync: %d, want 1", off)
+	}
+	if off := listed(-3); off != 1 {
+		t.Fatalf("ListOffsets max timestamp after the fsync: %d, want 1", off)
 	}
 }
