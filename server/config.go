@@ -72,7 +72,12 @@ type Config struct {
 	// producer (default: batches stored as sent), uncompressed, gzip,
 	// snappy, lz4 or zstd.
 	CompressionType string
-	Unknown         []string // keys seen but not understood (warned about)
+	// GzipLevel, LZ4Level and ZstdLevel are compression.gzip.level (1-9,
+	// -1 the codec's default; default -1), compression.lz4.level (1-17,
+	// default 9) and compression.zstd.level (-131072 to 22, default 3),
+	// Kafka's KIP-390 levels for batches the broker recompresses.
+	GzipLevel, LZ4Level, ZstdLevel int
+	Unknown                        []string // keys seen but not understood (warned about)
 }
 
 // Listener is one PLAINTEXT://host:port endpoint.
@@ -121,6 +126,9 @@ func DefaultConfig() *Config {
 		CleanupPolicy:         "delete",
 		ProduceValidation:     "full",
 		CompressionType:       "producer",
+		GzipLevel:             -1,
+		LZ4Level:              9,
+		ZstdLevel:             3,
 		CheckpointIntervalMs:  60000,
 		RecoveryThreads:       2,
 		DeleteTopicEnable:     true,
@@ -412,6 +420,10 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 		c.ProduceValidation = v
 	case "compression.type":
 		c.CompressionType = v
+	case "compression.gzip.level", "compression.lz4.level", "compression.zstd.level":
+		if err = compressionLevelCheck[k](v); err == nil {
+			*c.compressionLevel(k), err = strconv.Atoi(strings.TrimSpace(v))
+		}
 	case "log.retention.check.interval.ms":
 		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
 	case "strata.shutdown.timeout.ms":

@@ -51,7 +51,10 @@ func checkRatio(v string) error {
 var topicConfigDefs = []configDef{
 	{"cleanup.policy", "log.cleanup.policy", kmsg.ConfigTypeList, "delete, compact or both (comma separated)",
 		func(v string) error { _, err := parseCleanupPolicy(v); return err }},
+	{"compression.gzip.level", "compression.gzip.level", kmsg.ConfigTypeInt, "gzip level of batches the broker recompresses: 1-9, or -1 for the codec's default", checkGzipLevel},
+	{"compression.lz4.level", "compression.lz4.level", kmsg.ConfigTypeInt, "lz4 level of batches the broker recompresses: 1-17 (10-17 compress as 9)", checkLong(1, 17)},
 	{"compression.type", "compression.type", kmsg.ConfigTypeString, "codec batches are stored with: producer (as sent), uncompressed, gzip, snappy, lz4 or zstd", checkCompressionType},
+	{"compression.zstd.level", "compression.zstd.level", kmsg.ConfigTypeInt, "zstd level of batches the broker recompresses: -131072 to 22", checkLong(-131072, 22)},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, "how long tombstones are kept on compacted topics", checkLong(0, math.MaxInt64)},
 	{"flush.messages", "log.flush.interval.messages", kmsg.ConfigTypeLong, "fsync after this many messages", checkLong(1, math.MaxInt64)},
 	{"flush.ms", "log.flush.interval.ms", kmsg.ConfigTypeLong, "fsync when the oldest unflushed append is this old", checkLong(1, math.MaxInt64)},
@@ -89,7 +92,10 @@ func f64(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // brokerConfigDefs are the broker's (static) configs, sorted by name.
 var brokerConfigDefs = []brokerConfigDef{
 	{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, func(c *Config) string { return strconv.FormatBool(c.AutoCreateTopics) }},
+	{"compression.gzip.level", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.GzipLevel)) }},
+	{"compression.lz4.level", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.LZ4Level)) }},
 	{"compression.type", kmsg.ConfigTypeString, func(c *Config) string { return c.CompressionType }},
+	{"compression.zstd.level", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.ZstdLevel)) }},
 	{"default.replication.factor", kmsg.ConfigTypeInt, func(c *Config) string { return i64(int64(c.DefaultReplication)) }},
 	{"delete.topic.enable", kmsg.ConfigTypeBoolean, func(c *Config) string { return strconv.FormatBool(c.DeleteTopicEnable) }},
 	{"file.delete.delay.ms", kmsg.ConfigTypeLong, func(c *Config) string { return i64(c.FileDeleteDelayMs) }},
@@ -163,7 +169,6 @@ func brokerValue(c *Config, name string) (string, kmsg.ConfigSource) {
 // storedTopicConfigs are Kafka topic configs strata accepts and keeps with
 // the topic (clients set them) but does not apply.
 var storedTopicConfigs = map[string]bool{
-	"compression.gzip.level": true, "compression.lz4.level": true, "compression.zstd.level": true,
 	"file.delete.delay.ms": true, "follower.replication.throttled.replicas": true, "index.interval.bytes": true,
 	"leader.replication.throttled.replicas": true, "local.retention.bytes": true, "local.retention.ms": true,
 	"message.downconversion.enable": true, "message.format.version": true,

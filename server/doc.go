@@ -61,7 +61,9 @@
 // batches after the header and CRC checks (except on compacted topics).
 // When the topic's compression.type (default: the broker's, "producer") is
 // a codec other than the batch's, the batch is recompressed to it before the
-// append, as Kafka's LogValidator does: same header fields and record bytes,
+// append, at the topic's compression.gzip.level, compression.lz4.level or
+// compression.zstd.level (KIP-390; broker defaults -1, 9 and 3), as Kafka's
+// LogValidator does: same header fields and record bytes,
 // new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
 // exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).
 // As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type

@@ -18,6 +18,7 @@ type produceSettings struct {
 	// in another codec are recompressed to codec before the append.
 	recompress bool
 	codec      record.Codec
+	level      int // record's level for codec (record.BatchOptions.Level)
 }
 
 // compressionCodecs maps compression.type values to codecs ("producer"
@@ -33,6 +34,61 @@ func checkCompressionType(v string) error {
 		return nil
 	}
 	return fmt.Errorf("want producer, uncompressed, gzip, snappy, lz4 or zstd")
+}
+
+// Compression levels (KIP-390): compression.<codec>.level, a topic config
+// with a broker default of the same name, sets the level of batches the
+// broker recompresses to that codec. The ranges are Kafka's.
+var compressionLevelCheck = map[string]func(string) error{
+	"compression.gzip.level": checkGzipLevel,
+	"compression.lz4.level":  checkLong(1, 17),
+	"compression.zstd.level": checkLong(-131072, 22),
+}
+
+// checkGzipLevel accepts 1-9 and -1 (the codec's default), as Kafka does.
+func checkGzipLevel(v string) error {
+	if strings.TrimSpace(v) == "-1" {
+		return nil
+	}
+	return checkLong(1, 9)(v)
+}
+
+// levelConfig names the level config of codec c, "" for codecs without one.
+func levelConfig(c record.Codec) string {
+	switch c {
+	case record.CodecGzip:
+		return "compression.gzip.level"
+	case record.CodecLZ4:
+		return "compression.lz4.level"
+	case record.CodecZstd:
+		return "compression.zstd.level"
+	}
+	return ""
+}
+
+// compressionLevel returns the broker default of a level config.
+func (c *Config) compressionLevel(name string) *int {
+	switch name {
+	case "compression.gzip.level":
+		return &c.GzipLevel
+	case "compression.lz4.level":
+		return &c.LZ4Level
+	}
+	return &c.ZstdLevel
+}
+
+// recordLevel maps a Kafka level of codec c to record's: gzip -1 is the
+// codec's default (record's 0); lz4 levels are lz4-HC levels, of which
+// pierrec/lz4 has 1-9, so 10-17 compress as 9; zstd levels are zstd's
+// (record maps them to klauspost/compress's encoder levels).
+func recordLevel(c record.Codec, level int) int {
+	switch {
+	case c == record.CodecGzip && level < 0:
+		return 0
+	case c == record.CodecLZ4:
+		return min(level, 9)
+	}
+	return level
 }
 
 // resolveProduceSettings computes t's produce settings from its overrides,
@@ -54,6 +110,16 @@ func (ts *topicStore) resolveProduceSettings(configs map[string]string) (*produc
 		return nil, fmt.Errorf("%w: compression.type %q: %w", ErrConfig, ct, err)
 	}
 	ps.codec, ps.recompress = compressionCodecs[ct]
+	if name := levelConfig(ps.codec); name != "" {
+		level := *ts.cfg.compressionLevel(name)
+		if v, ok := configs[name]; ok {
+			if err := compressionLevelCheck[name](v); err != nil {
+				return nil, fmt.Errorf("%w: %s %q: %w", ErrConfig, name, v, err)
+			}
+			level, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+		ps.level = recordLevel(ps.codec, level)
+	}
 	return ps, nil
 }
 
@@ -78,8 +144,8 @@ func (s *Server) checkBatchSize(t *topic, n int) (int16, string) {
 
 // applyTopicCodec recompresses recs, a batch already validated by
 // validateProduceBatch, to the topic's compression.type when that is not
-// "producer" and differs from the batch's codec, as Kafka's LogValidator
-// does: offsets deltas, timestamps, keys, values and headers are kept, the
+// "producer" and differs from the batch's codec, at the topic's
+// compression.<codec>.level, as Kafka's LogValidator does: offsets deltas, timestamps, keys, values and headers are kept, the
 // CRC is recomputed, and the result must still fit max.message.bytes. With
 // strata.produce.validation=header a compressed batch's records are checked
 // here first, since recompression reads them all anyway.
@@ -94,7 +160,7 @@ func (s *Server) applyTopicCodec(c *conn, t *topic, recs []byte) ([]byte, int16,
 			return nil, kerr.CorruptMessage.Code, err.Error()
 		}
 	}
-	out, err := b.AppendRecompressed(make([]byte, 0, len(recs)+64), ps.codec, 0)
+	out, err := b.AppendRecompressed(make([]byte, 0, len(recs)+64), ps.codec, ps.level)
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, "recompressing to compression.type " + ps.codec.String() + ": " + err.Error()
 	}

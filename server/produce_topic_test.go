@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -247,5 +248,141 @@ func TestAlterCompressionTypeLive(t *testing.T) {
 	}
 	if recs := consumeAll(t, s, "live-ct", []int32{0}, 3); string(recs[1].Key) != "k1" || len(recs[1].Value) != 650 {
 		t.Fatalf("record 1: key %q, %d value bytes", recs[1].Key, len(recs[1].Value))
+	}
+}
+
+// storedBatches reads every batch of partition 0 of topic from its segment
+// files.
+func storedBatches(t *testing.T, s *Server, topic string) []record.Batch {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(s.topics.partition(topic, 0).dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("segment files of %s: %v %v", topic, logs, err)
+	}
+	var out []record.Batch
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos := int64(0); pos < int64(len(b)); {
+			h, err := record.ParseEntryHeader(b[pos:], pos)
+			if err != nil {
+				t.Fatalf("%s at %d: %v", f, pos, err)
+			}
+			out = append(out, record.Batch(b[pos:pos+h.TotalSize()]))
+			pos += h.TotalSize()
+		}
+	}
+	return out
+}
+
+// TestTopicCompressionLevel: batches the broker recompresses to a topic's
+// compression.type are compressed at the topic's compression.<codec>.level,
+// else at the broker's (KIP-390); the level changes live with
+// IncrementalAlterConfigs; values outside Kafka's ranges are INVALID_CONFIG.
+// A stored batch was compressed at level L when recompressing it at L gives
+// the same bytes; the test first checks that its records compress
+// differently at the levels it compares, so it can tell them apart.
+func TestTopicCompressionLevel(t *testing.T) {
+	s := startServer(t, t.TempDir(), "compression.gzip.level=1")
+	r := dialRaw(t, s)
+	for _, c := range []struct {
+		name, value string
+		want        int16
+	}{
+		{"compression.gzip.level", "0", kerr.InvalidConfig.Code},
+		{"compression.gzip.level", "10", kerr.InvalidConfig.Code},
+		{"compression.gzip.level", "-1", 0},
+		{"compression.lz4.level", "18", kerr.InvalidConfig.Code},
+		{"compression.lz4.level", "0", kerr.InvalidConfig.Code},
+		{"compression.zstd.level", "23", kerr.InvalidConfig.Code},
+		{"compression.zstd.level", "-131073", kerr.InvalidConfig.Code},
+		{"compression.zstd.level", "-5", 0},
+	} {
+		topic := fmt.Sprintf("bad-%s-%s", c.name, c.value)
+		if code := createWithConfigs(t, r, topic, c.name, c.value); code != c.want {
+			t.Fatalf("%s=%s: error %v, want %v", c.name, c.value, kerr.ErrorForCode(code), kerr.ErrorForCode(c.want))
+		}
+	}
+
+	admin := newClient(t, s)
+	createTopicWith(t, admin, "gz-broker", 1, "compression.type", "gzip")
+	createTopicWith(t, admin, "gz-9", 1, "compression.type", "gzip", "compression.gzip.level", "9")
+	createTopicWith(t, admin, "zstd-19", 1, "compression.type", "zstd", "compression.zstd.level", "19")
+	createTopicWith(t, admin, "lz4-1", 1, "compression.type", "lz4", "compression.lz4.level", "1")
+	// Words drawn at random compress, and compress differently at every
+	// level compared below (lz4-HC levels 1 and 9 differ only on such data).
+	words := []string{"alpha", "beta", "gamma", "delta", "value", "record", "kafka", "strata", "log", "segment", "offset"}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var recs []*kgo.Record
+	for i := range 200 {
+		var v []byte
+		for range 40 {
+			v = fmt.Appendf(v, "%s %d ", words[rnd.IntN(len(words))], rnd.IntN(1000))
+		}
+		recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%d", i%17), Value: v})
+	}
+	cl := newClient(t, s, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(topic string) {
+		t.Helper()
+		batch := make([]*kgo.Record, len(recs))
+		for i, rec := range recs {
+			cp := *rec
+			cp.Topic = topic
+			batch[i] = &cp
+		}
+		if err := cl.ProduceSync(testCtx(t), batch...).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	// levelOf checks that batch i of topic is codec c at level want and not
+	// at other.
+	levelOf := func(topic string, i int, c record.Codec, want, other int) {
+		t.Helper()
+		bs := storedBatches(t, s, topic)
+		if len(bs) <= i {
+			t.Fatalf("%s: %d batches stored, want batch %d", topic, len(bs), i)
+		}
+		b := bs[i]
+		if b.Codec() != c {
+			t.Fatalf("%s batch %d: codec %v, want %v", topic, i, b.Codec(), c)
+		}
+		at := func(level int) []byte {
+			out, err := b.AppendRecompressed(nil, c, level)
+			if err != nil {
+				t.Fatalf("%s: recompress at %d: %v", topic, level, err)
+			}
+			return record.Batch(out).RecordsBytes()
+		}
+		if bytes.Equal(at(want), at(other)) {
+			t.Fatalf("%s: records compress the same at levels %d and %d; the test cannot tell them apart", topic, want, other)
+		}
+		if !bytes.Equal(b.RecordsBytes(), at(want)) {
+			t.Fatalf("%s batch %d: not compressed at level %d (%d bytes; %d at level %d, %d at level %d)",
+				topic, i, want, len(b.RecordsBytes()), len(at(want)), want, len(at(other)), other)
+		}
+	}
+	for _, topic := range []string{"gz-broker", "gz-9", "zstd-19", "lz4-1"} {
+		produce(topic)
+	}
+	levelOf("gz-broker", 0, record.CodecGzip, 1, 9) // the broker's compression.gzip.level=1
+	levelOf("gz-9", 0, record.CodecGzip, 9, 1)
+	levelOf("zstd-19", 0, record.CodecZstd, 19, 0)
+	levelOf("lz4-1", 0, record.CodecLZ4, 1, 9)
+
+	// Live: the next batch takes the new level; deleting it goes back to the
+	// broker's.
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	if c := incAlter(t, s, 1, "gz-9", "compression.gzip.level", set, "12"); c != kerr.InvalidConfig.Code {
+		t.Fatalf("compression.gzip.level=12: error %d, want INVALID_CONFIG", c)
+	}
+	if c := incAlter(t, s, 1, "gz-9", "compression.gzip.level", del, nil); c != 0 {
+		t.Fatalf("delete compression.gzip.level: %d", c)
+	}
+	produce("gz-9")
+	levelOf("gz-9", 1, record.CodecGzip, 1, 9)
+	if got := consumeAll(t, s, "gz-9", []int32{0}, 2*len(recs)); len(got) != 2*len(recs) || !bytes.Equal(got[len(recs)+5].Value, recs[5].Value) {
+		t.Fatalf("gz-9: consumed %d records", len(got))
 	}
 }
