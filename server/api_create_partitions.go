@@ -10,7 +10,8 @@ import (
 // handleCreatePartitions answers CreatePartitions v0-3: a topic grows to
 // Count partitions (never shrinks), new directories going to the log dir with
 // the fewest partitions; an explicit assignment must place exactly one
-// replica, this node, per new partition.
+// replica, this node, per new partition. __consumer_offsets cannot grow
+// (INVALID_REQUEST): it would move groups away from their offsets.
 func (s *Server) handleCreatePartitions(req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	resp.Default()
@@ -38,6 +39,11 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest, rt *kmsg.Cr
 	t := s.topics.get(rt.Topic)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + rt.Topic
+	}
+	if rt.Topic == OffsetsTopic {
+		// Groups map to a partition by hash modulo the count: a new count
+		// would move groups away from their committed offsets.
+		return kerr.InvalidRequest.Code, "the partition count of the internal topic " + OffsetsTopic + " cannot change"
 	}
 	if code, msg := s.checkPartitionCount(rt.Count); code != 0 {
 		return code, msg

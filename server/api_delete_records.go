@@ -19,6 +19,8 @@ type startSetter interface {
 // wholly below it are deleted and the log-start-offset checkpoint is written
 // at once so the new start survives a crash. The low watermark returned is
 // the log start offset after the call (an offset below it changes nothing).
+// Records of __consumer_offsets cannot be deleted (INVALID_TOPIC_EXCEPTION,
+// as Kafka).
 func (s *Server) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	resp.Default()
@@ -40,6 +42,9 @@ func (s *Server) deleteRecords(topic string, part int32, off int64, sp *kmsg.Del
 	p := s.topics.partition(topic, part)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code
+	}
+	if topic == OffsetsTopic {
+		return kerr.InvalidTopicException.Code // as Kafka: no deleting records of an internal topic
 	}
 	ss, ok := p.log.(startSetter)
 	if !ok {

@@ -11,7 +11,9 @@ import (
 // name or topic id (v6). With delete.topic.enable=false every topic gets
 // TOPIC_DELETION_DISABLED (INVALID_REQUEST below v3, as Kafka). A deleted
 // topic's partition directories are renamed <topic>-<p>.<32 hex>-delete and
-// removed after file.delete.delay.ms.
+// removed after file.delete.delay.ms. __consumer_offsets, which the group
+// coordinator holds, cannot be deleted (INVALID_REQUEST; Kafka's own
+// kafka-topics refuses it too).
 func (s *Server) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	resp.Default()
@@ -81,6 +83,9 @@ func (s *Server) deleteTopic(version int16, name *string, id [16]byte, dup bool,
 		}
 		n := t.name
 		st.Topic = &n
+	}
+	if t.name == OffsetsTopic {
+		return kerr.InvalidRequest.Code, "the internal topic " + OffsetsTopic + " holds the groups' committed offsets and cannot be deleted"
 	}
 	_, err := s.topics.delete(t.name)
 	switch {
