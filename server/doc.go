@@ -156,7 +156,10 @@
 // rebalance, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; a
 // member without a heartbeat (or commit) for its session timeout is removed
 // and the group rebalances; members parked in JoinGroup or SyncGroup are
-// kept alive. Session timeouts outside group.min/max.session.timeout.ms are
+// kept alive. Every member of a new generation owes a SyncGroup within the
+// group's rebalance timeout (Kafka's pending syncs): those that did not send
+// one are removed and the group rebalances, so a leader that heartbeats but
+// never syncs cannot park its followers forever. Session timeouts outside group.min/max.session.timeout.ms are
 // INVALID_SESSION_TIMEOUT; group.max.size gives GROUP_MAX_SIZE_REACHED.
 // LeaveGroup removes members (v3+ in batches, by member or instance id). A
 // static member (group.instance.id) rejoining without its member id

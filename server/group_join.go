@@ -177,6 +177,10 @@ func (g *group) maybePrepareRebalance(reason string) {
 // group.initial.rebalance.delay.ms, others until every member rejoined or
 // the largest rebalance timeout ran out.
 func (g *group) prepareRebalance(reason string) {
+	g.stopSyncTimer()
+	for _, m := range g.members {
+		m.pendingSync = false
+	}
 	if g.state == groupCompletingRebalance {
 		for _, m := range g.members {
 			m.assignment = nil
@@ -287,6 +291,7 @@ func (g *group) completeJoin() {
 	g.protocol = g.selectProtocol()
 	g.setState(groupCompletingRebalance)
 	g.syncsLeft = len(g.members)
+	g.armSyncTimer(g.maxRebalanceTimeout())
 	for _, m := range g.members {
 		m.joinCh <- g.result(m, g.leader)
 		m.joinCh = nil

@@ -46,10 +46,11 @@ type member struct {
 	protocols        []kmsg.JoinGroupRequestProtocol
 	assignment       []byte
 
-	joinCh chan joinResult // set while a JoinGroup is parked
-	syncCh chan syncResult // set while a SyncGroup is parked
-	lastHB time.Time
-	timer  *time.Timer
+	joinCh      chan joinResult // set while a JoinGroup is parked
+	syncCh      chan syncResult // set while a SyncGroup is parked
+	pendingSync bool            // joined this generation, no SyncGroup yet
+	lastHB      time.Time
+	timer       *time.Timer
 }
 
 // joinResult is what a JoinGroup is answered with.
@@ -109,6 +110,8 @@ type group struct {
 	delayDeadline  time.Time // the latest the initial delay may run to
 	lastJoin       time.Time // last JoinGroup of the rebalance in progress
 	syncsLeft      int       // SyncGroup answers still due this generation
+	syncSeq        uint64    // bumped to invalidate a pending-sync timer
+	syncTimer      *time.Timer
 
 	offsets map[topicPartition]offsetEntry
 	stopped bool // the coordinator shut down: timers do nothing
@@ -141,6 +144,7 @@ func (g *group) shutdown() {
 		g.rebalanceTimer.Stop()
 	}
 	g.rebalanceSeq++
+	g.stopSyncTimer()
 	for id, t := range g.pending {
 		t.Stop()
 		delete(g.pending, id)

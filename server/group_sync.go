@@ -28,6 +28,7 @@ func (g *group) sync(r *kmsg.SyncGroupRequest) (syncResult, <-chan syncResult) {
 		return fail(kerr.RebalanceInProgress.Code)
 	case groupStable:
 		g.touch(m)
+		g.synced(m)
 		g.syncAnswered()
 		return g.syncOK(m), nil
 	case groupCompletingRebalance:
@@ -35,6 +36,7 @@ func (g *group) sync(r *kmsg.SyncGroupRequest) (syncResult, <-chan syncResult) {
 		return fail(kerr.UnknownMemberID.Code)
 	}
 	g.touch(m)
+	g.synced(m)
 	if m.syncCh != nil {
 		m.syncCh <- syncResult{code: kerr.UnknownMemberID.Code}
 	}
@@ -72,6 +74,69 @@ func (g *group) sync(r *kmsg.SyncGroupRequest) (syncResult, <-chan syncResult) {
 		}
 	}
 	return syncResult{}, ch
+}
+
+// Pending syncs (Kafka's pendingSyncMembers). When the join phase
+// completes, every member owes a SyncGroup within the group's rebalance
+// timeout; the timer removes those that did not send one and rebalances.
+// Without it, a leader that keeps heartbeating but never sends its
+// SyncGroup would leave the followers' SyncGroups parked forever (a parked
+// member's session does not expire).
+
+// armSyncTimer marks every member as owing a SyncGroup and arms the timer.
+func (g *group) armSyncTimer(d time.Duration) {
+	for _, m := range g.members {
+		m.pendingSync = true
+	}
+	g.stopSyncTimer()
+	seq := g.syncSeq
+	g.syncTimer = time.AfterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.syncSeq == seq && !g.stopped {
+			g.expirePendingSyncs()
+		}
+	})
+}
+
+// stopSyncTimer cancels the pending-sync timer.
+func (g *group) stopSyncTimer() {
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+		g.syncTimer = nil
+	}
+	g.syncSeq++
+}
+
+// synced notes m's SyncGroup; the timer stops once nobody owes one.
+func (g *group) synced(m *member) {
+	m.pendingSync = false
+	for _, o := range g.members {
+		if o.pendingSync {
+			return
+		}
+	}
+	g.stopSyncTimer()
+}
+
+// expirePendingSyncs removes the members that owe a SyncGroup when the
+// rebalance timeout ran out, and rebalances the others.
+func (g *group) expirePendingSyncs() {
+	if g.state != groupCompletingRebalance && g.state != groupStable {
+		return
+	}
+	var removed []string
+	for _, m := range g.members {
+		if m.pendingSync {
+			removed = append(removed, m.id)
+			g.dropMember(m, kerr.UnknownMemberID.Code)
+		}
+	}
+	if len(removed) == 0 {
+		return
+	}
+	g.co.log.Info("members did not send SyncGroup within the rebalance timeout", "group", g.id, "generation", g.generation, "members", removed)
+	g.prepareRebalance("pending syncs expired")
 }
 
 func (g *group) syncOK(m *member) syncResult {
