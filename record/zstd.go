@@ -7,25 +7,29 @@ import (
 )
 
 var (
-	zstdMu       sync.Mutex
-	zstdEncoders = map[int]*zstd.Encoder{} // by level; EncodeAll is concurrency safe
+	zstdMu sync.Mutex
+	// zstdEncoders holds one encoder per encoder level (EncodeAll is
+	// concurrency safe). Keyed by the klauspost level that zstd's levels
+	// map to, so the map has at most four entries whatever levels a
+	// topic config asks for.
+	zstdEncoders = map[zstd.EncoderLevel]*zstd.Encoder{}
 )
 
 func zstdEncoder(level int) (*zstd.Encoder, error) {
-	zstdMu.Lock()
-	defer zstdMu.Unlock()
-	if e := zstdEncoders[level]; e != nil {
-		return e, nil
-	}
 	l := zstd.SpeedDefault // zstd level 3, Kafka's default
 	if level != 0 {
 		l = zstd.EncoderLevelFromZstd(level)
+	}
+	zstdMu.Lock()
+	defer zstdMu.Unlock()
+	if e := zstdEncoders[l]; e != nil {
+		return e, nil
 	}
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(l), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
 	if err != nil {
 		return nil, err
 	}
-	zstdEncoders[level] = e
+	zstdEncoders[l] = e
 	return e, nil
 }
 
