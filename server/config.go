@@ -74,8 +74,9 @@ type Config struct {
 	CompressionType string
 	// GzipLevel, LZ4Level and ZstdLevel are compression.gzip.level (1-9,
 	// -1 the codec's default; default -1), compression.lz4.level (1-17,
-	// default 9) and compression.zstd.level (-131072 to 22, default 3),
-	// Kafka's KIP-390 levels for batches the broker recompresses.
+	// default 9, which as in Kafka is lz4's fast compressor) and
+	// compression.zstd.level (-131072 to 22, default 3), Kafka's KIP-390
+	// levels for batches the broker recompresses.
 	GzipLevel, LZ4Level, ZstdLevel int
 	Unknown                        []string // keys seen but not understood (warned about)
 }
@@ -127,7 +128,7 @@ func DefaultConfig() *Config {
 		ProduceValidation:     "full",
 		CompressionType:       "producer",
 		GzipLevel:             -1,
-		LZ4Level:              9,
+		LZ4Level:              lz4DefaultLevel,
 		ZstdLevel:             3,
 		CheckpointIntervalMs:  60000,
 		RecoveryThreads:       2,

@@ -62,7 +62,8 @@
 // When the topic's compression.type (default: the broker's, "producer") is
 // a codec other than the batch's, the batch is recompressed to it before the
 // append, at the topic's compression.gzip.level, compression.lz4.level or
-// compression.zstd.level (KIP-390; broker defaults -1, 9 and 3), as Kafka's
+// compression.zstd.level (KIP-390; broker defaults -1, 9 and 3, lz4's 9
+// being its fast compressor), as Kafka's
 // LogValidator does: same header fields and record bytes,
 // new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
 // exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).

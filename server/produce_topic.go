@@ -77,13 +77,20 @@ func (c *Config) compressionLevel(name string) *int {
 	return &c.ZstdLevel
 }
 
+// lz4DefaultLevel is compression.lz4.level's default. As in Kafka, it
+// means lz4's fast compressor; every other level is an lz4-HC level.
+const lz4DefaultLevel = 9
+
 // recordLevel maps a Kafka level of codec c to record's: gzip -1 is the
-// codec's default (record's 0); lz4 levels are lz4-HC levels, of which
-// pierrec/lz4 has 1-9, so 10-17 compress as 9; zstd levels are zstd's
-// (record maps them to klauspost/compress's encoder levels).
+// codec's default (record's 0); lz4 9 is the fast compressor (record's 0)
+// and other levels are lz4-HC levels, of which pierrec/lz4 has 1-9, so
+// 10-17 compress as 9; zstd levels are zstd's (record maps them to
+// klauspost/compress's encoder levels).
 func recordLevel(c record.Codec, level int) int {
 	switch {
 	case c == record.CodecGzip && level < 0:
+		return 0
+	case c == record.CodecLZ4 && level == lz4DefaultLevel:
 		return 0
 	case c == record.CodecLZ4:
 		return min(level, 9)
@@ -113,10 +120,14 @@ func (ts *topicStore) resolveProduceSettings(configs map[string]string) (*produc
 	if name := levelConfig(ps.codec); name != "" {
 		level := *ts.cfg.compressionLevel(name)
 		if v, ok := configs[name]; ok {
+			// CreateTopics and AlterConfigs check the value before it is
+			// stored; one that fails here was kept by an older strata,
+			// which stored these configs without applying them.
 			if err := compressionLevelCheck[name](v); err != nil {
-				return nil, fmt.Errorf("%w: %s %q: %w", ErrConfig, name, v, err)
+				ts.log.Warn("ignoring a stored compression level outside Kafka's range; using the broker's", "config", name, "value", v, "broker", level, "err", err)
+			} else {
+				level, _ = strconv.Atoi(strings.TrimSpace(v))
 			}
-			level, _ = strconv.Atoi(strings.TrimSpace(v))
 		}
 		ps.level = recordLevel(ps.codec, level)
 	}

@@ -311,6 +311,7 @@ func TestTopicCompressionLevel(t *testing.T) {
 	createTopicWith(t, admin, "gz-9", 1, "compression.type", "gzip", "compression.gzip.level", "9")
 	createTopicWith(t, admin, "zstd-19", 1, "compression.type", "zstd", "compression.zstd.level", "19")
 	createTopicWith(t, admin, "lz4-1", 1, "compression.type", "lz4", "compression.lz4.level", "1")
+	createTopicWith(t, admin, "lz4-default", 1, "compression.type", "lz4")
 	// Words drawn at random compress, and compress differently at every
 	// level compared below (lz4-HC levels 1 and 9 differ only on such data).
 	words := []string{"alpha", "beta", "gamma", "delta", "value", "record", "kafka", "strata", "log", "segment", "offset"}
@@ -363,13 +364,16 @@ func TestTopicCompressionLevel(t *testing.T) {
 				topic, i, want, len(b.RecordsBytes()), len(at(want)), want, len(at(other)), other)
 		}
 	}
-	for _, topic := range []string{"gz-broker", "gz-9", "zstd-19", "lz4-1"} {
+	for _, topic := range []string{"gz-broker", "gz-9", "zstd-19", "lz4-1", "lz4-default"} {
 		produce(topic)
 	}
 	levelOf("gz-broker", 0, record.CodecGzip, 1, 9) // the broker's compression.gzip.level=1
 	levelOf("gz-9", 0, record.CodecGzip, 9, 1)
 	levelOf("zstd-19", 0, record.CodecZstd, 19, 0)
-	levelOf("lz4-1", 0, record.CodecLZ4, 1, 9)
+	levelOf("lz4-1", 0, record.CodecLZ4, 1, 0)
+	// Kafka's default lz4 level, 9, is lz4's fast compressor (record's 0),
+	// not the slowest HC level.
+	levelOf("lz4-default", 0, record.CodecLZ4, 0, 9)
 
 	// Live: the next batch takes the new level; deleting it goes back to the
 	// broker's.
@@ -384,5 +388,32 @@ func TestTopicCompressionLevel(t *testing.T) {
 	levelOf("gz-9", 1, record.CodecGzip, 1, 9)
 	if got := consumeAll(t, s, "gz-9", []int32{0}, 2*len(recs)); len(got) != 2*len(recs) || !bytes.Equal(got[len(recs)+5].Value, recs[5].Value) {
 		t.Fatalf("gz-9: consumed %d records", len(got))
+	}
+}
+
+// TestStoredCompressionLevelOutOfRange: a level outside Kafka's range kept
+// in the topics file by an older strata (which stored these configs without
+// checking them) does not stop the broker: it starts, warns, and
+// recompresses at the broker's level.
+func TestStoredCompressionLevelOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	createTopicWith(t, newClient(t, s), "gz-old", 1, "compression.type", "gzip", "compression.gzip.level", "9")
+	s.Close()
+	path := filepath.Join(dir, TopicsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := []byte(`"compression.gzip.level": "9"`)
+	if !bytes.Contains(b, old) {
+		t.Fatalf("%s does not hold %s: %s", TopicsFile, old, b)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, old, []byte(`"compression.gzip.level": "0"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = startServer(t, dir, "compression.gzip.level=1")
+	if got := s.topics.get("gz-old").produceSettings(s.cfg); got.codec != record.CodecGzip || got.level != 1 {
+		t.Fatalf("gz-old after the restart: codec %v level %d, want gzip at the broker's level 1", got.codec, got.level)
 	}
 }
