@@ -79,7 +79,7 @@ func TestInterleavedRoundTrip(t *testing.T) {
 		if len(cases) < 3 {
 			t.Fatalf("%s: %d engines, want every fsyncing engine", p, len(cases))
 		}
-		res, err := runStorageInterleaved(cases, t.TempDir(), recs)
+		res, err := runStorageInterleaved(cases, t.TempDir(), recs, int(p)) // the read order rotates
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

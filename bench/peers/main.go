@@ -156,7 +156,7 @@ func runStorageTable(cfg config, rep *report, run int) error {
 			}
 			all := engines()
 			if p != PolicyNone {
-				if err := runInterleaved(cfg, rep, all, size, p, n, recs); err != nil {
+				if err := runInterleaved(cfg, rep, all, size, p, n, recs, run); err != nil {
 					return err
 				}
 				continue
@@ -183,7 +183,7 @@ func runStorageTable(cfg config, rep *report, run int) error {
 
 // runInterleaved runs one fsync policy's cell of one record size for every
 // engine that can, interleaved (runStorageInterleaved).
-func runInterleaved(cfg config, rep *report, all []Engine, size int, p Policy, n int, recs *records) error {
+func runInterleaved(cfg config, rep *report, all []Engine, size int, p Policy, n int, recs *records, run int) error {
 	var cases []storageCase
 	for _, e := range all {
 		if wanted(cfg, e.Name()) && e.Mapping(p) != "" {
@@ -196,7 +196,7 @@ func runInterleaved(cfg config, rep *report, all []Engine, size int, p Policy, n
 	// The column's limit runs in the same slices (loopEngine).
 	cases = append(cases, storageCase{engine: loopEngine{reserve: int64(n) * int64(size)}, size: size, policy: p, records: n, batch: cfg.batch})
 	t0 := time.Now()
-	res, err := runStorageInterleaved(cases, cfg.base, recs)
+	res, err := runStorageInterleaved(cases, cfg.base, recs, run)
 	if err != nil {
 		return err
 	}

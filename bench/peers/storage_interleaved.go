@@ -20,8 +20,9 @@ const interleaveRounds = 20
 // different moments of that drift, and interleaved they meet the same
 // moments. A slice may end inside a batch: the engine's next slice carries on
 // with it, and whatever is left at the end is flushed by Close, untimed, as
-// in runStorage. Read-back is as in runStorage.
-func runStorageInterleaved(cases []storageCase, base string, recs *records) ([]storageResult, error) {
+// in runStorage. Read-back is as in runStorage, after every log is closed,
+// one engine after another in an order that rotates with run.
+func runStorageInterleaved(cases []storageCase, base string, recs *records, run int) ([]storageResult, error) {
 	if err := syncFS(base); err != nil {
 		return nil, err
 	}
@@ -72,13 +73,22 @@ func runStorageInterleaved(cases []storageCase, base string, recs *records) ([]s
 			logs[i].took += time.Since(t0)
 		}
 	}
-	out := make([]storageResult, len(cases))
 	for i, c := range cases {
 		err := logs[i].w.Close()
 		logs[i].w = nil
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("%s: close: %w", c.engine.Name(), err)
+		}
+	}
+	// The read-backs go one after another, in an order rotating with the
+	// run, each after a syncfs, as runStorage's do.
+	out := make([]storageResult, len(cases))
+	for k := range cases {
+		i := (k + run) % len(cases)
+		c := cases[i]
+		if err := syncFS(base); err != nil {
+			return nil, err
 		}
 		got, readSec, err := readBack(c.engine, logs[i].dir, c.size)
 		if err != nil {
