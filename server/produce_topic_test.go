@@ -59,31 +59,15 @@ func TestTopicMaxMessageBytes(t *testing.T) {
 }
 
 // segmentCodecs reads every batch of partition 0 of topic from its segment
-// files and returns their codecs.
+// files (storedBatches), checks each in full and returns their codecs.
 func segmentCodecs(t *testing.T, s *Server, topic string) []record.Codec {
 	t.Helper()
-	logs, err := filepath.Glob(filepath.Join(s.topics.partition(topic, 0).dir, "*.log"))
-	if err != nil || len(logs) == 0 {
-		t.Fatalf("segment files of %s: %v %v", topic, logs, err)
-	}
 	var out []record.Codec
-	for _, f := range logs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for i, batch := range storedBatches(t, s, topic) {
+		if err := batch.ValidateDeep(-1); err != nil {
+			t.Fatalf("%s: stored batch %d: %v", topic, i, err)
 		}
-		for pos := int64(0); pos < int64(len(b)); {
-			h, err := record.ParseEntryHeader(b[pos:], pos)
-			if err != nil {
-				t.Fatalf("%s at %d: %v", f, pos, err)
-			}
-			batch := record.Batch(b[pos : pos+h.TotalSize()])
-			if err := batch.ValidateDeep(pos); err != nil {
-				t.Fatalf("%s: stored batch at %d: %v", f, pos, err)
-			}
-			out = append(out, batch.Codec())
-			pos += h.TotalSize()
-		}
+		out = append(out, batch.Codec())
 	}
 	return out
 }
