@@ -422,8 +422,9 @@ func (c *Config) set(k, v string, rank, best map[string]int, advertised *string)
 	case "compression.type":
 		c.CompressionType = v
 	case "compression.gzip.level", "compression.lz4.level", "compression.zstd.level":
-		if err = compressionLevelCheck[k](v); err == nil {
-			*c.compressionLevel(k), err = strconv.Atoi(strings.TrimSpace(v))
+		d, _ := levelDefNamed(k)
+		if err = d.check(v); err == nil {
+			*d.field(c), err = strconv.Atoi(strings.TrimSpace(v))
 		}
 	case "log.retention.check.interval.ms":
 		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)

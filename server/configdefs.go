@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
 )
 
 // configDef is one topic-level config: its broker-level synonym (the default
@@ -51,10 +53,10 @@ func checkRatio(v string) error {
 var topicConfigDefs = []configDef{
 	{"cleanup.policy", "log.cleanup.policy", kmsg.ConfigTypeList, "delete, compact or both (comma separated)",
 		func(v string) error { _, err := parseCleanupPolicy(v); return err }},
-	{"compression.gzip.level", "compression.gzip.level", kmsg.ConfigTypeInt, "gzip level of batches the broker recompresses: 1-9, or -1 for the codec's default", checkGzipLevel},
-	{"compression.lz4.level", "compression.lz4.level", kmsg.ConfigTypeInt, "lz4 level of batches the broker recompresses: 1-17 (10-17 compress as 9)", checkLong(1, 17)},
+	{"compression.gzip.level", "compression.gzip.level", kmsg.ConfigTypeInt, "gzip level of batches the broker recompresses: 1-9, or -1 for the codec's default", levelDefs[record.CodecGzip].check},
+	{"compression.lz4.level", "compression.lz4.level", kmsg.ConfigTypeInt, "lz4 level of batches the broker recompresses: 1-17 (9, the default, is lz4's fast compressor; 10-17 compress as 9)", levelDefs[record.CodecLZ4].check},
 	{"compression.type", "compression.type", kmsg.ConfigTypeString, "codec batches are stored with: producer (as sent), uncompressed, gzip, snappy, lz4 or zstd", checkCompressionType},
-	{"compression.zstd.level", "compression.zstd.level", kmsg.ConfigTypeInt, "zstd level of batches the broker recompresses: -131072 to 22", checkLong(-131072, 22)},
+	{"compression.zstd.level", "compression.zstd.level", kmsg.ConfigTypeInt, "zstd level of batches the broker recompresses: -131072 to 22", levelDefs[record.CodecZstd].check},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", kmsg.ConfigTypeLong, "how long tombstones are kept on compacted topics", checkLong(0, math.MaxInt64)},
 	{"flush.messages", "log.flush.interval.messages", kmsg.ConfigTypeLong, "fsync after this many messages", checkLong(1, math.MaxInt64)},
 	{"flush.ms", "log.flush.interval.ms", kmsg.ConfigTypeLong, "fsync when the oldest unflushed append is this old", checkLong(1, math.MaxInt64)},

@@ -38,11 +38,27 @@ func checkCompressionType(v string) error {
 
 // Compression levels (KIP-390): compression.<codec>.level, a topic config
 // with a broker default of the same name, sets the level of batches the
-// broker recompresses to that codec. The ranges are Kafka's.
-var compressionLevelCheck = map[string]func(string) error{
-	"compression.gzip.level": checkGzipLevel,
-	"compression.lz4.level":  checkLong(1, 17),
-	"compression.zstd.level": checkLong(-131072, 22),
+// broker recompresses to that codec.
+type levelDef struct {
+	name  string
+	check func(string) error // Kafka's range
+	field func(*Config) *int // the broker default
+}
+
+var levelDefs = map[record.Codec]levelDef{
+	record.CodecGzip: {"compression.gzip.level", checkGzipLevel, func(c *Config) *int { return &c.GzipLevel }},
+	record.CodecLZ4:  {"compression.lz4.level", checkLong(1, 17), func(c *Config) *int { return &c.LZ4Level }},
+	record.CodecZstd: {"compression.zstd.level", checkLong(-131072, 22), func(c *Config) *int { return &c.ZstdLevel }},
+}
+
+// levelDefNamed finds a level config by name.
+func levelDefNamed(name string) (levelDef, bool) {
+	for _, d := range levelDefs {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return levelDef{}, false
 }
 
 // checkGzipLevel accepts 1-9 and -1 (the codec's default), as Kafka does.
@@ -51,30 +67,6 @@ func checkGzipLevel(v string) error {
 		return nil
 	}
 	return checkLong(1, 9)(v)
-}
-
-// levelConfig names the level config of codec c, "" for codecs without one.
-func levelConfig(c record.Codec) string {
-	switch c {
-	case record.CodecGzip:
-		return "compression.gzip.level"
-	case record.CodecLZ4:
-		return "compression.lz4.level"
-	case record.CodecZstd:
-		return "compression.zstd.level"
-	}
-	return ""
-}
-
-// compressionLevel returns the broker default of a level config.
-func (c *Config) compressionLevel(name string) *int {
-	switch name {
-	case "compression.gzip.level":
-		return &c.GzipLevel
-	case "compression.lz4.level":
-		return &c.LZ4Level
-	}
-	return &c.ZstdLevel
 }
 
 // lz4DefaultLevel is compression.lz4.level's default. As in Kafka, it
@@ -117,14 +109,14 @@ func (ts *topicStore) resolveProduceSettings(configs map[string]string) (*produc
 		return nil, fmt.Errorf("%w: compression.type %q: %w", ErrConfig, ct, err)
 	}
 	ps.codec, ps.recompress = compressionCodecs[ct]
-	if name := levelConfig(ps.codec); name != "" {
-		level := *ts.cfg.compressionLevel(name)
-		if v, ok := configs[name]; ok {
+	if d, ok := levelDefs[ps.codec]; ok {
+		level := *d.field(ts.cfg)
+		if v, ok := configs[d.name]; ok {
 			// CreateTopics and AlterConfigs check the value before it is
 			// stored; one that fails here was kept by an older strata,
 			// which stored these configs without applying them.
-			if err := compressionLevelCheck[name](v); err != nil {
-				ts.log.Warn("ignoring a stored compression level outside Kafka's range; using the broker's", "config", name, "value", v, "broker", level, "err", err)
+			if err := d.check(v); err != nil {
+				ts.log.Warn("ignoring a stored compression level outside Kafka's range; using the broker's", "config", d.name, "value", v, "broker", level, "err", err)
 			} else {
 				level, _ = strconv.Atoi(strings.TrimSpace(v))
 			}

@@ -290,6 +290,12 @@ func TestTopicCompressionLevel(t *testing.T) {
 		}
 	}
 
+	for _, kv := range []string{"compression.gzip.level=0", "compression.lz4.level=18", "compression.zstd.level=x"} {
+		if _, err := LoadConfig("", []string{kv}, nil); err == nil {
+			t.Fatalf("broker config %s accepted", kv)
+		}
+	}
+
 	admin := newClient(t, s)
 	createTopicWith(t, admin, "gz-broker", 1, "compression.type", "gzip")
 	createTopicWith(t, admin, "gz-9", 1, "compression.type", "gzip", "compression.gzip.level", "9")
