@@ -71,6 +71,10 @@ type Options struct {
 	// segment's base offset).
 	LogStartOffset int64
 
+	// Health is the failure state the log shares with the other logs of its
+	// directory (see Health); default: one of its own.
+	Health *Health
+
 	// Now returns the wall clock in milliseconds (default time.Now).
 	Now func() int64
 	// Logger receives what the log does (default slog.Default()).

@@ -76,7 +76,10 @@ func (s *Segment) LogFile() vfs.File { return s.log }
 func (s *Segment) OffsetIndex() *index.OffsetIndex { return s.offIdx }
 func (s *Segment) TimeIndex() *index.TimeIndex     { return s.timeIdx }
 
-// createSegment makes the three files of a new, empty segment.
+// createSegment makes the three files of a new, empty segment. On failure it
+// removes the files it created, so that the log is as before and a later
+// roll at the same base can create them again; when that removal fails too
+// the error wraps errNotUndone.
 func createSegment(fsys vfs.FS, dir string, base int64, o *Options) (*Segment, error) {
 	s := &Segment{fs: fsys, dir: dir, base: base, o: o}
 	lf, err := fsys.OpenFile(s.Path(LogSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -84,22 +87,30 @@ func createSegment(fsys vfs.FS, dir string, base int64, o *Options) (*Segment, e
 		return nil, fmt.Errorf("segment: create %s: %w", s.Path(LogSuffix), err)
 	}
 	s.log = lf
+	undo := func(err error) (*Segment, error) {
+		if s.offIdx != nil {
+			s.closeFiles()
+		} else {
+			lf.Close()
+		}
+		if rerr := s.removeAll(""); rerr != nil {
+			return nil, fmt.Errorf("%w: %w; %w", errNotUndone, err, rerr)
+		}
+		return nil, err
+	}
 	// Stale index files of the same base (left by a crash) are replaced.
 	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
 		if err := fsys.Remove(s.Path(suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			lf.Close()
-			return nil, fmt.Errorf("segment: remove stale %s: %w", s.Path(suf), err)
+			return undo(fmt.Errorf("segment: remove stale %s: %w", s.Path(suf), err))
 		}
 	}
 	if err := s.openIndexes(true); err != nil {
-		lf.Close()
-		return nil, err
+		return undo(err)
 	}
 	s.init(o.Now())
 	s.next.Store(base)
 	if err := s.preallocate(0); err != nil {
-		s.closeFiles()
-		return nil, err
+		return undo(err)
 	}
 	return s, nil
 }
