@@ -60,14 +60,16 @@
 // the directory from its last recovery point, cutting what the failure left.
 // Per operation:
 //
-//   - Append: a failed preallocation, write (pwrite, or a fault in a mapped
-//     copy), zero-fill or index write is undone: the index entries it added
-//     are withdrawn, the .log file is cut back to the appended data (a
-//     preallocated reserve goes with it and is allocated again), the max
-//     timestamp, roll time and index spacing restored; nothing was
-//     published. The append returns the error and the log stays online. If
-//     the undo fails, or the file turns out shorter than the data already in
-//     it (cut behind the log's back), the directory goes offline.
+//   - Append: a failed preallocation, pwrite, zero-fill or index write is
+//     undone: the index entries it added are withdrawn, the .log file is cut
+//     back to the appended data (a preallocated reserve goes with it and is
+//     allocated again), the max timestamp, roll time and index spacing
+//     restored; nothing was published. The append returns the error and the
+//     log stays online. If the undo fails, or the file turns out shorter than
+//     the data already in it (cut behind the log's back), the directory goes
+//     offline; so it does after a failed write through a memory mapping (the
+//     append mapping or a memory-mapped index: a fault, whose effect on the
+//     file cannot be known).
 //   - Roll: the new segment is created before the old one is sealed; a failed
 //     creation removes what it created (the old segment stays active) and the
 //     append fails; a failed removal or a failed seal takes the directory
@@ -105,9 +107,8 @@
 // a system call per append. When fsyncs come every few appends the segment
 // unmaps and writes with pwrite, because each fsync would make the next mapped
 // write fault. A fault in the mapping (an I/O error, a file cut by another
-// process) fails the append with an error (debug.SetPanicOnFault), undone as
-// any failed write, or the directory goes offline when the file was cut
-// below its data.
+// process) fails the append with an error (debug.SetPanicOnFault) and takes
+// the directory offline.
 // While such a segment is being flushed, the writer also overwrites the
 // reserve just ahead of itself with zeros, so that later fdatasyncs write data
 // into blocks already written instead of converting unwritten extents.

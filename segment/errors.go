@@ -35,6 +35,10 @@ var (
 	// errNotUndone marks a failed operation whose undo failed too: the log
 	// cannot tell what is on disk and goes offline.
 	errNotUndone = errors.New("segment: undoing the failed operation failed")
+	// errMappedFault marks a failed write through a memory mapping (a fault:
+	// an I/O error paging the file in, or a file cut behind the log's back):
+	// the log goes offline, as it cannot tell what reached the file.
+	errMappedFault = errors.New("segment: fault in a mapped write")
 )
 
 // isCorruption reports whether err comes from bad bytes on disk (log or index)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -218,4 +220,122 @@ func checkOnline(res *wlResult) error {
 	res.flushed = max(res.flushed, l.LogEndOffset())
 	res.checkpoint = l.LogEndOffset()
 	return nil
+}
+
+// failKth fails the k-th operation (from 0) once and remembers it.
+type failKth struct {
+	k      int
+	mu     sync.Mutex
+	seen   int
+	failed *vfs.Op
+}
+
+func (f *failKth) MaybeError(op vfs.Op) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen++
+	if f.seen-1 == f.k {
+		f.failed = &op
+		return vfs.ErrInjected
+	}
+	return nil
+}
+
+// scratchDir is a directory on tmpfs when the machine has one (/dev/shm:
+// mmap and fallocate work, fsyncs are cheap), else t.TempDir().
+func scratchDir(t *testing.T) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "strata-segment-test-")
+		if err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+// TestIOErrorConsistencyMapped runs the I/O error loop on the real
+// filesystem with a preallocated log that is never flushed by policy, so
+// appends are copied into the segment's mapping and index entries written
+// into the memory-mapped indexes: writes that make no system call, reached
+// by the injector through vfs.OpMapWrite. Every k-th operation fails once;
+// the log must roll back or go offline as elsewhere, and the directory,
+// reopened as after a process crash (the page cache keeps everything), must
+// recover every acknowledged append (checkRecovered). A power loss cannot be
+// simulated on the real filesystem; the MemFS harness covers it for the
+// same code with pwrite.
+func TestIOErrorConsistencyMapped(t *testing.T) {
+	opts := crashWorkloads()[0].opts
+	opts.Preallocate = true
+	opts.SegmentBytes = 8 << 10
+	opts.SegmentIndexBytes = 1200
+	opts.RetentionBytes = -1
+	w := newFaultWorkload("mapped", 6, 60, opts)
+	root := scratchDir(t)
+	counter := vfs.NewCounter()
+	mapped := vfs.NewCounter(vfs.OpMapWrite)
+	res := w.runFaults(vfs.Inject(vfs.Inject(vfs.OS, counter), mapped), filepath.Join(root, "clean", "topic-0"))
+	if res.err != nil || len(res.violations) > 0 {
+		t.Fatalf("workload fails without injection at step %d: %v %v", res.errStep, res.err, res.violations)
+	}
+	if err := res.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	K := counter.Count()
+	t.Logf("%d operations, %d of them writes through a mapping", K, mapped.Count())
+	if mapped.Count() < 20 {
+		t.Fatalf("only %d mapped writes: the workload does not reach the mapped path", mapped.Count())
+	}
+	var v violations
+	var points, offline, mappedPoints atomic.Int64
+	stride := faultStride()
+	forEachK((K+stride-1)/stride, func(i int) {
+		k := i * stride
+		dir := filepath.Join(root, strconv.Itoa(k), "topic-0")
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			v.add(err.Error())
+			return
+		}
+		fail := &failKth{k: k}
+		res := w.runFaults(vfs.Inject(vfs.OS, fail), dir)
+		if fail.failed == nil {
+			return // past this run's last operation
+		}
+		points.Add(1)
+		if fail.failed.Kind == vfs.OpMapWrite {
+			mappedPoints.Add(1)
+		}
+		where := fmt.Sprintf("k=%d/%d (%v, failed at step %d)", k, K, fail.failed, res.errStep)
+		for _, s := range res.violations {
+			v.add(where + ": " + s)
+		}
+		switch {
+		case res.err == nil && res.logged.injected() == 0:
+			v.add(where + ": the injected error was swallowed: no error returned or logged")
+		case res.err != nil && !vfs.IsInjected(res.err):
+			v.add(fmt.Sprintf("%s: error does not wrap the injected one: %v", where, res.err))
+		}
+		if res.offline {
+			offline.Add(1)
+			if err := checkOffline(res); err != nil {
+				v.add(where + ": " + err.Error())
+			}
+		} else if res.log != nil {
+			if err := checkOnline(res); err != nil {
+				v.add(where + ": " + err.Error())
+			}
+		}
+		if err := checkRecovered(vfs.OS, dir, w.opts, []int64{0, res.checkpoint}[k%2], res); err != nil {
+			v.add(fmt.Sprintf("%s, process crash: %v", where, err))
+		}
+		os.RemoveAll(filepath.Dir(dir))
+	})
+	v.report(t)
+	msg := fmt.Sprintf("I/O error harness (mapped, OS): %d failure points (%d in mapped writes, %d took the log offline), %d violations",
+		points.Load(), mappedPoints.Load(), offline.Load(), v.total())
+	t.Log(msg)
+	fmt.Println(msg)
+	if mappedPoints.Load() == 0 {
+		t.Error("no failure point fell on a mapped write")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stratalog/strata/index"
 	"github.com/stratalog/strata/record"
 )
 
@@ -79,7 +80,7 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 		}
 	}
 	if err := act.append(buf); err != nil {
-		if errors.Is(err, errNotUndone) {
+		if errors.Is(err, errNotUndone) || errors.Is(err, errMappedFault) || errors.Is(err, index.ErrMappedWrite) {
 			err = l.fail(err)
 		}
 		return AppendInfo{}, false, err

@@ -34,23 +34,24 @@ type Segment struct {
 	refs  atomic.Int32 // the Log's reference plus one per active reader
 
 	// Writer-only state.
-	offsetOfMaxTs      int64        // last offset of the batch holding maxTs
-	allocated          int64        // file size reserved by preallocation (0: none)
-	wmap               []byte       // shared writable mapping of the reserve (segment_map.go)
-	mapOff             int64        // file offset of wmap[0]
-	mapFailed          bool         // the file cannot be mapped: appends use pwrite
-	mapByFlushes       bool         // flushes are rare enough for mapped appends
-	mappedAppends      int64        // appends copied into wmap (tests)
-	seenFlushes        int64        // flushes seen by the writer
-	appendsSinceFlush  int64        // appends since the writer saw a flush
-	flushes            atomic.Int64 // flush calls (any goroutine)
-	zeroed             int64        // the reserve is zero-filled below this (segment_zero.go)
-	bytesSinceFlush    int64        // bytes appended since the writer saw a flush
-	flushIntervalBytes int64        // bytes appended between the last two flushes seen
-	bytesSinceIndex    int64        // bytes appended since the last offset index entry
-	rollTs             int64        // max timestamp of the first batch, -1 when none
-	createdMs          int64        // wall clock at creation or open
-	indexesSynced      atomic.Bool  // indexes fsynced since they last changed
+	offsetOfMaxTs      int64                        // last offset of the batch holding maxTs
+	allocated          int64                        // file size reserved by preallocation (0: none)
+	wmap               []byte                       // shared writable mapping of the reserve (segment_map.go)
+	mapCheck           func(off int64, n int) error // the file's vfs.MapWriteChecker, if any
+	mapOff             int64                        // file offset of wmap[0]
+	mapFailed          bool                         // the file cannot be mapped: appends use pwrite
+	mapByFlushes       bool                         // flushes are rare enough for mapped appends
+	mappedAppends      int64                        // appends copied into wmap (tests)
+	seenFlushes        int64                        // flushes seen by the writer
+	appendsSinceFlush  int64                        // appends since the writer saw a flush
+	flushes            atomic.Int64                 // flush calls (any goroutine)
+	zeroed             int64                        // the reserve is zero-filled below this (segment_zero.go)
+	bytesSinceFlush    int64                        // bytes appended since the writer saw a flush
+	flushIntervalBytes int64                        // bytes appended between the last two flushes seen
+	bytesSinceIndex    int64                        // bytes appended since the last offset index entry
+	rollTs             int64                        // max timestamp of the first batch, -1 when none
+	createdMs          int64                        // wall clock at creation or open
+	indexesSynced      atomic.Bool                  // indexes fsynced since they last changed
 }
 
 // Base is the segment's base offset (its file name).

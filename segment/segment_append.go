@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/stratalog/strata/index"
 	"github.com/stratalog/strata/record"
@@ -41,6 +42,15 @@ func (s *Segment) append(buf []byte) error {
 // timestamp and the last offset written. It changes only writer-only state,
 // which appendMark saves.
 func (s *Segment) write(buf []byte, pos int64) (maxTs, last int64, err error) {
+	// Mapped writes (the append mapping, the memory-mapped indexes) fault
+	// instead of returning an error: make the fault this append's error.
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = faultError(r, s.Path(LogSuffix))
+		}
+	}()
 	if err := s.preallocate(int64(len(buf))); err != nil {
 		return 0, 0, err
 	}
