@@ -29,6 +29,15 @@
 //     .txnindex files, and leader-epoch-checkpoint entries starting at or past it
 //     are dropped.
 //
+// Every log of a DataDir shares one segment.Health (Kafka's
+// LogDirFailureChannel for the directory): an I/O error a log cannot undo, or
+// a failed checkpoint write, takes the whole directory offline. Its logs then
+// refuse appends, flushes and reads (segment.ErrOffline), no checkpoint is
+// written and Close writes no clean-shutdown marker, so the next start
+// recovers it from its last checkpoint (strata verify / recover find and cut
+// what the failure left first, if asked). The failure is logged once with
+// its cause and reported to Options.OnOffline (see offline.go).
+//
 // DataDir.Close (Shutdown) flushes and closes every log, writes both checkpoints
 // (recovery point = the flushed offset; log start only where it is above the
 // first segment's base), writes the clean-shutdown marker
