@@ -23,6 +23,7 @@ func newCleaner(cfg *Config, ts *topicStore) (*cleaner.Manager, error) {
 		RetentionCheckIntervalMs: cfg.RetentionCheckMs,
 		DisableCleaner:           !cfg.CleanerEnable,
 		Logger:                   ts.log,
+		FS:                       ts.fs,
 	})
 }
 

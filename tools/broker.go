@@ -1,9 +1,12 @@
 package tools
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -22,7 +25,9 @@ func brokerCommand() *cli.Command {
 			"num.partitions, auto.create.topics.enable, log.segment.bytes, log.retention.ms/hours,\n" +
 			"message.max.bytes, socket.request.max.bytes, ...) from --config; every --override\n" +
 			"key=value wins over the file. SIGTERM or SIGINT stops accepting, finishes the\n" +
-			"requests in flight, flushes and closes the logs.",
+			"requests in flight, flushes and closes the logs. A log dir that fails with an I/O\n" +
+			"error goes offline (its partitions answer KAFKA_STORAGE_ERROR, the others are\n" +
+			"served); when every log dir is offline the broker stops with exit status 2.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "server.properties file"},
 			&cli.StringSliceFlag{Name: "override", Usage: "key=value, repeatable; wins over --config"},
@@ -31,6 +36,10 @@ func brokerCommand() *cli.Command {
 		Action: runBroker,
 	}
 }
+
+// startServerHook starts the server; a test replaces it to run the command over
+// an injected filesystem.
+var startServerHook = server.Start
 
 func runBroker(c *cli.Context) error {
 	if c.NArg() > 0 {
@@ -48,12 +57,24 @@ func runBroker(c *cli.Context) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	srv, err := server.Start(cfg, &server.Options{Logger: log})
+	srv, err := startServerHook(cfg, &server.Options{Logger: log})
 	if err != nil {
 		return failErr(err)
 	}
-	sig := <-sigs
-	log.Info("signal received", "signal", sig.String())
+	select {
+	case sig := <-sigs:
+		log.Info("signal received", "signal", sig.String())
+	case <-srv.AllLogDirsFailed():
+		// As Kafka: with no log dir left there is nothing to serve.
+		var causes []string
+		for dir, err := range srv.OfflineLogDirs() {
+			causes = append(causes, dir+": "+err.Error())
+		}
+		sort.Strings(causes)
+		_ = srv.Close()
+		return failErr(fmt.Errorf("every log dir is offline after I/O errors; repair them (strata verify / recover) and restart: %s",
+			strings.Join(causes, "; ")))
+	}
 	if err := srv.Close(); err != nil {
 		return failErr(err)
 	}
