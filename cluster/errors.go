@@ -13,3 +13,7 @@ var (
 	ErrRolledBack     = errors.New("cluster: multi op rolled back")
 	ErrClosed         = errors.New("cluster: zookeeper client closed")
 )
+
+// ErrBadZnode marks znode data that does not decode (malformed JSON, a missing
+// or mistyped field, an out-of-range value); the error names the znode.
+var ErrBadZnode = errors.New("cluster: malformed znode data")
