@@ -66,20 +66,6 @@ func (o *jsonObj) raw(key string, required bool) (json.RawMessage, bool) {
 
 func isNull(v json.RawMessage) bool { return string(v) == "null" }
 
-// int64 reads an integer key.
-func (o *jsonObj) int64(key string, required bool) (int64, bool) {
-	v, ok := o.raw(key, required)
-	if !ok {
-		return 0, false
-	}
-	n, err := parseInt(v, 64)
-	if err != nil {
-		o.fail("%q: %v", key, err)
-		return 0, false
-	}
-	return n, true
-}
-
 // int32 reads an integer key that fits 32 bits.
 func (o *jsonObj) int32(key string, required bool) (int32, bool) {
 	v, ok := o.raw(key, required)
