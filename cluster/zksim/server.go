@@ -1,6 +1,7 @@
 package zksim
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -170,7 +171,8 @@ func (s *Server) Zxid() int64 {
 	return s.zxid
 }
 
-// Dump lists every znode (path, version, owner) sorted, for test failures.
+// Dump lists every znode (path, version, czxid, owner, data) sorted by
+// path, for test failures.
 func (s *Server) Dump() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,5 +181,9 @@ func (s *Server) Dump() []string {
 		ps = append(ps, p)
 	}
 	sort.Strings(ps)
+	for i, p := range ps {
+		n := s.tree.nodes[p]
+		ps[i] = fmt.Sprintf("%s v%d czxid %d owner 0x%x %q", p, n.version, n.czxid, n.owner, n.data)
+	}
 	return ps
 }
