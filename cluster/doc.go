@@ -17,7 +17,9 @@
 // chroot, as Kafka does. Then the client reconnects by itself: within the
 // session timeout to the same session (its watches are set again and fire
 // for what changed meanwhile; calls made while disconnected fail with
-// ErrConnectionLoss, not hang), after an expiry with a new session, which
+// ErrConnectionLoss, not hang: behind a silent partition within about one
+// session timeout, as go-zookeeper's socket deadlines are clamped to it),
+// after an expiry with a new session, which
 // Events reports as Disconnected, Expired (old id), Connected (new id); the
 // old session's watches end with WatchLost. ErrConnectionLoss means the
 // outcome is unknown; ErrBadRequest that ZooKeeper refused the request as

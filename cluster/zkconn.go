@@ -51,6 +51,7 @@ func DialZK(cfg ZKConfig) (*ZKConn, error) {
 	if dial == nil {
 		dial = net.DialTimeout
 	}
+	dial = clampDeadlines(dial, c.SessionTimeout)
 	conn, _, err := zk.Connect(servers, c.SessionTimeout, zk.WithLogger(zkLogger{c.Logger}),
 		zk.WithLogInfo(false), zk.WithEventCallback(z.onEvent), zk.WithDialer(dial))
 	if err != nil {
@@ -388,6 +389,38 @@ func (z *ZKConn) mapErr(p string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: %v", s, p, err)
 }
+
+// clampDeadlines makes go-zookeeper's socket deadlines at most the session
+// timeout away. It waits 10 x 2/3 of the session timeout for the answer to
+// a connect request, and requests queued meanwhile wait with it: behind a
+// silent partition (packets dropped, no reset) a call would hang two
+// minutes at Kafka's 18 s. Clamped, it gives up on the server after one
+// session timeout and fails the queued calls with ErrConnectionLoss.
+func clampDeadlines(dial func(string, string, time.Duration) (net.Conn, error), max time.Duration) func(string, string, time.Duration) (net.Conn, error) {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &clampConn{Conn: c, max: max}, nil
+	}
+}
+
+type clampConn struct {
+	net.Conn
+	max time.Duration
+}
+
+func (c *clampConn) clamp(t time.Time) time.Time {
+	if lim := time.Now().Add(c.max); !t.IsZero() && t.After(lim) {
+		return lim
+	}
+	return t
+}
+
+func (c *clampConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.clamp(t)) }
+func (c *clampConn) SetReadDeadline(t time.Time) error  { return c.Conn.SetReadDeadline(c.clamp(t)) }
+func (c *clampConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.clamp(t)) }
 
 // zkLogger hands go-zookeeper's messages to slog at debug level: its
 // reconnect attempts are noise next to our own session change lines.

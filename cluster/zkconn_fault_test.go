@@ -2,10 +2,13 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratalog/strata/cluster"
+	"github.com/stratalog/strata/internal/faultproxy"
 	"github.com/stratalog/strata/internal/zktest"
 )
 
@@ -127,5 +130,60 @@ func TestZKConnClose(t *testing.T) {
 	}
 	if _, _, err := b.Get("/"); !errors.Is(err, cluster.ErrClosed) {
 		t.Fatalf("get after close: %v", err)
+	}
+}
+
+// TestZKConnSilentPartition: ZooKeeper becomes unreachable without a reset
+// (every packet dropped, as in a network partition). The client notices,
+// a call made meanwhile fails with ErrConnectionLoss instead of hanging
+// until go-zookeeper's 10x connect-answer wait runs out, the server expires
+// the session, and after the partition heals the client learns of the
+// expiry and gets a new session.
+func TestZKConnSilentPartition(t *testing.T) {
+	srv := zktest.Start(t)
+	p, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const timeout = 4 * time.Second
+	z, err := cluster.DialZK(cluster.ZKConfig{Connect: p.Addr(), SessionTimeout: timeout, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	old := waitEvent(t, z, cluster.SessionConnected).SessionID
+	p.Block()
+	waitEvent(t, z, cluster.SessionDisconnected)
+	done := make(chan error, 1)
+	go func() { _, _, err := z.Get("/"); done <- err }()
+	// unclamped, the call waits 10 x 2/3 x 4 s = 27 s for the held connect
+	// request, then 1 s more; clamped, about 4 + 1 s
+	select {
+	case err := <-done:
+		if !errors.Is(err, cluster.ErrConnectionLoss) {
+			t.Fatalf("get during the partition: %v", err)
+		}
+	case <-time.After(5 * timeout):
+		t.Fatalf("a call hangs more than %v behind a silent partition", 5*timeout)
+	}
+	// the session expires at the server; then heal
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		dump, _ := zktest.FourLetter(srv.Addr(), "dump")
+		if strings.Contains(dump, "SessionTracker dump") && !strings.Contains(dump, fmt.Sprintf("0x%x", old)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not expire the partitioned session")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.Unblock()
+	if ev := waitEvent(t, z, cluster.SessionExpired); ev.SessionID != old {
+		t.Fatalf("expired 0x%x, want 0x%x", ev.SessionID, old)
+	}
+	if ev := waitEvent(t, z, cluster.SessionConnected); ev.SessionID == old || ev.SessionID == 0 {
+		t.Fatalf("new session 0x%x", ev.SessionID)
 	}
 }

@@ -12,27 +12,28 @@ import (
 
 	"github.com/stratalog/strata/cluster"
 	"github.com/stratalog/strata/cluster/zkconformance"
-	"github.com/stratalog/strata/internal/tcpproxy"
+	"github.com/stratalog/strata/internal/faultproxy"
 	"github.com/stratalog/strata/internal/zktest"
 )
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // realBackend opens every session through a proxy of its own, so a check
-// can cut one session's connection (Disconnect) or keep it cut until the
-// server expires the session (Expire).
+// can cut one session's connection and refuse new ones (Disconnect, as a
+// ZooKeeper that is down for it) or keep it so until the server expires the
+// session (Expire).
 type realBackend struct {
 	srv     *zktest.Server
 	mu      sync.Mutex
-	proxies map[cluster.ZK]*tcpproxy.Proxy
+	proxies map[cluster.ZK]*faultproxy.Proxy
 }
 
 func (b *realBackend) open(t *testing.T, o zkconformance.OpenOptions) cluster.ZK {
-	p, err := tcpproxy.Start(b.srv.Addr())
+	p, err := faultproxy.New(b.srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close)
+	t.Cleanup(func() { p.Close() })
 	timeout := 20 * time.Second
 	if o.Expiring {
 		timeout = 1500 * time.Millisecond // the server's minimum is 1 s
@@ -48,7 +49,7 @@ func (b *realBackend) open(t *testing.T, o zkconformance.OpenOptions) cluster.ZK
 	return z
 }
 
-func (b *realBackend) proxy(z cluster.ZK) *tcpproxy.Proxy {
+func (b *realBackend) proxy(z cluster.ZK) *faultproxy.Proxy {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.proxies[z]
@@ -60,7 +61,7 @@ func (b *realBackend) proxy(z cluster.ZK) *tcpproxy.Proxy {
 func (b *realBackend) expire(t *testing.T, z cluster.ZK) {
 	id := fmt.Sprintf("0x%x", z.SessionID())
 	p := b.proxy(z)
-	p.Block()
+	p.Refuse()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		dump, err := zktest.FourLetter(b.srv.Addr(), "dump")
@@ -78,11 +79,11 @@ func (b *realBackend) expire(t *testing.T, z cluster.ZK) {
 // TestZKConnConformance runs the ZK conformance suite over the production
 // client and a real ZooKeeper, the same suite zksim passes.
 func TestZKConnConformance(t *testing.T) {
-	b := &realBackend{srv: zktest.Start(t), proxies: map[cluster.ZK]*tcpproxy.Proxy{}}
+	b := &realBackend{srv: zktest.Start(t), proxies: map[cluster.ZK]*faultproxy.Proxy{}}
 	zkconformance.Run(t, zkconformance.Backend{
 		Open:       b.open,
 		Expire:     b.expire,
-		Disconnect: func(t *testing.T, z cluster.ZK) { b.proxy(z).Block() },
+		Disconnect: func(t *testing.T, z cluster.ZK) { b.proxy(z).Refuse() },
 		Reconnect:  func(t *testing.T, z cluster.ZK) { b.proxy(z).Unblock() },
 	})
 }
