@@ -27,6 +27,12 @@ func (r *topicsRun) list(ctx context.Context) error {
 		}
 		return writeOut(r.w, out)
 	}
+	return writeText(r.w, formatListing(topics))
+}
+
+// formatListing is --list's text: a name per line, "T - marked for
+// deletion" for a pending deletion (Kafka's ZooKeeper listing).
+func formatListing(topics []topicListing) string {
 	var b strings.Builder
 	for _, t := range topics {
 		b.WriteString(t.name)
@@ -35,5 +41,5 @@ func (r *topicsRun) list(ctx context.Context) error {
 		}
 		b.WriteByte('\n')
 	}
-	return writeText(r.w, b.String())
+	return b.String()
 }
