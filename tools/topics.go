@@ -25,8 +25,8 @@ func topicsCommand() *cli.Command {
 			"        [--config k=v]... [--replica-assignment 1:2,2:3] [--if-not-exists] [--json]\n" +
 			"   strata topics --bootstrap-server HOST:PORT --list [--topic REGEX] [--exclude-internal] [--json]\n" +
 			"   strata topics --bootstrap-server HOST:PORT --describe [--topic REGEX] [--if-exists] [--exclude-internal]\n" +
-			"        [--under-replicated-partitions] [--unavailable-partitions] [--under-min-isr-partitions]\n" +
-			"        [--at-min-isr-partitions] | [--topics-with-overrides]] [--json]\n" +
+			"        [[--under-replicated-partitions] [--unavailable-partitions] [--under-min-isr-partitions]\n" +
+			"        [--at-min-isr-partitions] | --topics-with-overrides] [--json]\n" +
 			"   strata topics --bootstrap-server HOST:PORT --alter --topic REGEX --partitions N [--replica-assignment ...] [--if-exists] [--json]\n" +
 			"   strata topics --bootstrap-server HOST:PORT --delete --topic REGEX [--if-exists] [--json]",
 		Description: `Kafka's kafka-topics.sh with Kafka's flags and output. Speaks the Kafka protocol
