@@ -1,0 +1,120 @@
+package tools
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// kfakeCluster starts franz-go's kfake, an in-process Kafka cluster of n
+// brokers (node ids 0..n-1) speaking the real protocol. It stands in for
+// the multi-broker strata cluster until that exists: replication factors
+// above 1, leaders spread over brokers, CreateTopics routed to a
+// controller. Its ISR is always every replica, so the under-replicated and
+// unavailable cases are covered over kadm values (topics_describe_test.go).
+func kfakeCluster(t *testing.T, n int) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return strings.Join(c.ListenAddrs(), ",")
+}
+
+var partitionLineRE = regexp.MustCompile(`^\tTopic: (\S+)\tPartition: (\d+)\tLeader: (\S+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)$`)
+
+// describedLines parses --describe's text: the topic lines and the
+// partition lines, failing on any other line.
+func describedLines(t *testing.T, out string) (headers []string, parts [][]string) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "Topic: "):
+			headers = append(headers, l)
+		default:
+			m := partitionLineRE.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("not a partition line: %q", l)
+			}
+			parts = append(parts, m[1:])
+		}
+	}
+	return headers, parts
+}
+
+// TestTopicsKfakeCluster runs strata topics against a three-broker kfake
+// cluster: replication factor 3 by count and by --replica-assignment, a
+// replication factor above the broker count refused with Kafka's error,
+// partitions added with an assignment, the report flags on a healthy
+// cluster, regex delete.
+func TestTopicsKfakeCluster(t *testing.T) {
+	addr := kfakeCluster(t, 3)
+	mustTopics(t, ExitOK, addr, "--create", "--topic", "r3", "--partitions", "6", "--replication-factor", "3")
+	r := mustTopics(t, ExitOK, addr, "--describe", "--topic", "r3")
+	headers, parts := describedLines(t, r.stdout)
+	if len(headers) != 1 || !strings.Contains(headers[0], "\tPartitionCount: 6\tReplicationFactor: 3\t") || !strings.Contains(headers[0], "\tTopicId: ") {
+		t.Errorf("topic line: %q", headers)
+	}
+	if len(parts) != 6 {
+		t.Fatalf("%d partition lines, want 6:\n%s", len(parts), r.stdout)
+	}
+	leaders := map[string]bool{}
+	for i, p := range parts {
+		replicas := strings.Split(p[3], ",")
+		seen := map[string]bool{}
+		for _, b := range replicas {
+			if b != "0" && b != "1" && b != "2" || seen[b] {
+				t.Errorf("partition %d: replicas %s: want three distinct brokers of 0,1,2", i, p[3])
+			}
+			seen[b] = true
+		}
+		if p[1] != strconv.Itoa(i) || len(replicas) != 3 || p[4] != p[3] || !seen[p[2]] {
+			t.Errorf("partition line %d: %q", i, p)
+		}
+		leaders[p[2]] = true
+	}
+	if len(leaders) < 2 {
+		t.Errorf("all six partitions led by %v", leaders)
+	}
+
+	r = mustTopics(t, ExitProblems, addr, "--create", "--topic", "r4", "--partitions", "1", "--replication-factor", "4")
+	if !strings.Contains(r.stderr, "INVALID_REPLICATION_FACTOR") {
+		t.Errorf("replication factor 4 of 3 brokers: %s", r.stderr)
+	}
+
+	mustTopics(t, ExitOK, addr, "--create", "--topic", "ra", "--replica-assignment", "0:1:2,1:2:0", "--config", "min.insync.replicas=3")
+	mustTopics(t, ExitOK, addr, "--alter", "--topic", "ra", "--partitions", "3", "--replica-assignment", "0:1:2,1:2:0,2:0:1")
+	r = mustTopics(t, ExitOK, addr, "--describe", "--topic", "ra")
+	headers, parts = describedLines(t, r.stdout)
+	if len(headers) != 1 || !strings.Contains(headers[0], "\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: min.insync.replicas=3") || len(parts) != 3 {
+		t.Errorf("ra after --alter:\n%s", r.stdout)
+	}
+	if parts[2][2] != "2" {
+		t.Errorf("the added partition is led by %s, want 2 (the first replica of 2:0:1)", parts[2][2])
+	}
+	r = mustTopics(t, ExitProblems, addr, "--alter", "--topic", "ra", "--partitions", "4", "--replica-assignment", "0:1:2,1:2:0,2:0:1,2:0:9")
+	if !strings.Contains(r.stderr, "INVALID_REPLICA_ASSIGNMENT") {
+		t.Errorf("assignment to broker 9: %s", r.stderr)
+	}
+
+	for _, flag := range []string{"--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions"} {
+		if r := mustTopics(t, ExitOK, addr, "--describe", flag); r.stdout != "" {
+			t.Errorf("%s on a healthy cluster:\n%s", flag, r.stdout)
+		}
+	}
+	// min.insync.replicas=3 with three in sync: every partition of ra is at it.
+	r = mustTopics(t, ExitOK, addr, "--describe", "--at-min-isr-partitions")
+	if headers, parts = describedLines(t, r.stdout); len(headers) != 0 || len(parts) != 3 || parts[0][0] != "ra" {
+		t.Errorf("--at-min-isr-partitions:\n%s", r.stdout)
+	}
+
+	mustTopics(t, ExitOK, addr, "--delete", "--topic", "r.*")
+	if r := mustTopics(t, ExitOK, addr, "--list", "--exclude-internal"); r.stdout != "" {
+		t.Errorf("after deleting r.*: %q", r.stdout)
+	}
+}
