@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // kfakeCluster starts franz-go's kfake, an in-process Kafka cluster of n
@@ -116,5 +117,46 @@ func TestTopicsKfakeCluster(t *testing.T) {
 	mustTopics(t, ExitOK, addr, "--delete", "--topic", "r.*")
 	if r := mustTopics(t, ExitOK, addr, "--list", "--exclude-internal"); r.stdout != "" {
 		t.Errorf("after deleting r.*: %q", r.stdout)
+	}
+}
+
+// TestTopicsOlderBrokers: against a broker of Kafka 0.10.0 (no CreateTopics,
+// no DescribeConfigs) the actions that need them exit 2 naming the missing
+// request; against Kafka 2.0 (no ListPartitionReassignments, key 46)
+// --describe still works without the reassignment columns, as Kafka's
+// TopicCommand does.
+func TestTopicsOlderBrokers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.MaxVersions(kversion.V0_10_0()), kfake.SeedTopics(1, "seeded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	old := c.ListenAddrs()[0]
+	for _, cmd := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--create", "--topic", "x"}, "the broker does not support CreateTopics (key 19)"},
+		{[]string{"--describe"}, "the broker does not support DescribeConfigs (key 32)"},
+	} {
+		if r := runTopicsCmd(t, old, cmd.args...); r.code != ExitUsage || !strings.Contains(r.stderr, cmd.want) {
+			t.Errorf("%v against Kafka 0.10.0: exit %d, stderr %q; want 2 and %q", cmd.args, r.code, r.stderr, cmd.want)
+		}
+	}
+	if r := mustTopics(t, ExitOK, old, "--list"); r.stdout != "seeded\n" {
+		t.Errorf("--list against Kafka 0.10.0: %q", r.stdout)
+	}
+
+	c2, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.MaxVersions(kversion.V2_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c2.Close)
+	addr := strings.Join(c2.ListenAddrs(), ",")
+	mustTopics(t, ExitOK, addr, "--create", "--topic", "t", "--partitions", "2", "--replication-factor", "2")
+	r := mustTopics(t, ExitOK, addr, "--describe", "--topic", "t")
+	headers, parts := describedLines(t, r.stdout)
+	if len(headers) != 1 || strings.Contains(headers[0], "TopicId") || !strings.Contains(headers[0], "ReplicationFactor: 2") || len(parts) != 2 {
+		t.Errorf("--describe against Kafka 2.0 (no topic ids, no reassignments):\n%s", r.stdout)
 	}
 }
