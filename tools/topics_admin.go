@@ -230,6 +230,11 @@ func (b *adminBackend) addPartitions(ctx context.Context, grow []partitionGrowth
 	for _, g := range grow {
 		rt := kmsg.NewCreatePartitionsRequestTopic()
 		rt.Topic, rt.Count = g.topic, g.total
+		if g.assignment != nil {
+			// Non-nil even when empty: an empty list is the broker's to
+			// refuse, where null would let it place the replicas.
+			rt.Assignment = make([]kmsg.CreatePartitionsRequestTopicAssignment, 0, len(g.assignment))
+		}
 		for _, rs := range g.assignment {
 			a := kmsg.NewCreatePartitionsRequestTopicAssignment()
 			a.Replicas = rs

@@ -25,6 +25,9 @@ func parseAlter(c *cli.Context) (growRequest, error) {
 		if err != nil {
 			return g, err
 		}
+		if len(a) != p {
+			return g, usageErr("--replica-assignment lists %d partitions and --partitions asks for %d: list the brokers of every partition, the existing ones first", len(a), p)
+		}
 		g.assignment = a
 	}
 	return g, nil

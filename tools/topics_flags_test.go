@@ -51,6 +51,7 @@ func TestTopicsUsage(t *testing.T) {
 		{[]string{"--bootstrap-server", unreachable, "--create", "--topic", "t", "--replica-assignment", "1:x"}, `partition 0: "x" is not a broker id`},
 		{[]string{"--bootstrap-server", unreachable, "--create", "--topic", "t", "--replica-assignment", "1,,2"}, `partition 1: "" is not a broker id`},
 		{[]string{"--bootstrap-server", unreachable, "--alter", "--topic", "t", "--partitions", "3", "--replica-assignment", "1:2,2"}, "Partition 1 has different replication factor: [2]"},
+		{[]string{"--bootstrap-server", unreachable, "--alter", "--topic", "t", "--partitions", "3", "--replica-assignment", "1:2,2:3"}, "--replica-assignment lists 2 partitions and --partitions asks for 3"},
 		{[]string{"--bootstrap-server", unreachable, "--list", "--topic", "a[b"}, "--topic a[b is an invalid regex"},
 		{[]string{"--bootstrap-server", unreachable, "--zookeeper", "127.0.0.1:2181", "--list"}, "Only one of --bootstrap-server or --zookeeper must be specified"},
 		{[]string{"--zookeeper", "127.0.0.1:2181", "--list"}, "--zookeeper is not yet supported: use --bootstrap-server"},
