@@ -1,12 +1,15 @@
 package tools
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -158,5 +161,47 @@ func TestTopicsOlderBrokers(t *testing.T) {
 	headers, parts := describedLines(t, r.stdout)
 	if len(headers) != 1 || strings.Contains(headers[0], "TopicId") || !strings.Contains(headers[0], "ReplicationFactor: 2") || len(parts) != 2 {
 		t.Errorf("--describe against Kafka 2.0 (no topic ids, no reassignments):\n%s", r.stdout)
+	}
+}
+
+// TestTopicsAlterAssignmentOnWire: --alter with --replica-assignment sends
+// the new partitions' replicas; when the topic already has every listed
+// partition it sends an empty list, which the broker refuses, not a null
+// one, which would let the broker place replicas nobody asked for. Without
+// --replica-assignment the list is null. The requests are read as kfake
+// decodes them off the socket.
+func TestTopicsAlterAssignmentOnWire(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := strings.Join(c.ListenAddrs(), ",")
+	mustTopics(t, ExitOK, addr, "--create", "--topic", "t", "--partitions", "2", "--replication-factor", "2")
+	seen := make(chan []kmsg.CreatePartitionsRequestTopicAssignment, 8)
+	c.ControlKey(int16(kmsg.CreatePartitions), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		seen <- kreq.(*kmsg.CreatePartitionsRequest).Topics[0].Assignment
+		return nil, nil, false // observed only: kfake answers as usual
+	})
+	sent := func(args ...string) []kmsg.CreatePartitionsRequestTopicAssignment {
+		t.Helper()
+		runTopicsCmd(t, addr, append([]string{"--alter", "--topic", "t"}, args...)...)
+		select {
+		case a := <-seen:
+			return a
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no CreatePartitions for %v", args)
+			return nil
+		}
+	}
+	if a := sent("--partitions", "3", "--replica-assignment", "0:1,1:2,2:0"); len(a) != 1 || fmt.Sprint(a[0].Replicas) != "[2 0]" {
+		t.Errorf("growing 2 -> 3: assignment %+v, want the third partition's [2 0]", a)
+	}
+	if a := sent("--partitions", "3", "--replica-assignment", "0:1,1:2,2:0"); a == nil || len(a) != 0 {
+		t.Errorf("nothing left to place: assignment %#v, want an empty non-null list", a)
+	}
+	if a := sent("--partitions", "4"); a != nil {
+		t.Errorf("without --replica-assignment: assignment %#v, want null", a)
 	}
 }
