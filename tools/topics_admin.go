@@ -180,7 +180,7 @@ func viewFromMetadata(md kadm.Metadata, configs kadm.ResourceConfigs, ra kadm.Li
 					value = *c.Value
 				}
 				t.configs = append(t.configs, configEntry{name: c.Key, value: value,
-					isDefault: c.Source == kmsg.ConfigSourceDefaultConfig, sensitive: c.Sensitive})
+					isDefault: c.Source == kmsg.ConfigSourceDefaultConfig})
 			}
 			sort.Slice(t.configs, func(i, j int) bool { return t.configs[i].name < t.configs[j].name })
 		}

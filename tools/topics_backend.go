@@ -12,9 +12,11 @@ import (
 // topics_zk.go). The actions (topics_*.go) only see this interface and the
 // values below, so both backends print the same way.
 //
-// Errors: a refusal by the cluster (Kafka's error code) wraps a *kerr.Error
-// so that it exits 1; anything else (unreachable, timeout, unsupported) exits
-// 2. brokerErr makes that split.
+// Errors: a refusal by the cluster wraps the *kerr.Error Kafka would answer
+// with (a ZooKeeper backend too: TOPIC_ALREADY_EXISTS for an existing
+// /brokers/topics/T, INVALID_REPLICATION_FACTOR for too few live brokers,
+// ...), so that it exits 1 and --if-not-exists recognises it; anything else
+// (unreachable, timeout, unsupported) exits 2. clusterErr makes that split.
 type topicsBackend interface {
 	// list returns every topic, internal ones included, sorted by name.
 	list(ctx context.Context) ([]topicListing, error)
@@ -67,7 +69,6 @@ type configEntry struct {
 	name      string
 	value     string
 	isDefault bool // Kafka's ConfigEntry.isDefault: source DEFAULT_CONFIG
-	sensitive bool
 }
 
 // partitionView is one partition of a described topic.
