@@ -89,6 +89,22 @@ func ValidateAssignment(assignment [][]int32, known func(id int32) bool) error {
 	return nil
 }
 
+// checkReplicaLists checks what every stored assignment must hold, whatever
+// made it: each partition has replicas, none twice.
+func checkReplicaLists(assignment [][]int32) error {
+	for p, replicas := range assignment {
+		if len(replicas) == 0 {
+			return fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicaAssignment, p)
+		}
+		for i, id := range replicas {
+			if slices.Contains(replicas[:i], id) {
+				return fmt.Errorf("%w: broker %d twice in partition %d's replicas %v", ErrInvalidReplicaAssignment, id, p, replicas)
+			}
+		}
+	}
+	return nil
+}
+
 // assign is AdminUtils.assignReplicasToBrokers; fixedStart < 0 draws the
 // start index and the shift from rnd, else both are fixedStart.
 func assign(brokers []PlacementBroker, partitions, rf, fixedStart, firstPartition int, rnd *rand.Rand) ([][]int32, error) {
