@@ -375,3 +375,15 @@ func wantState(t testing.TB, w *world, topic string, p int32, want string) {
 		t.Fatalf("%s-%d: ZooKeeper has %s, want %s", topic, p, got, want)
 	}
 }
+
+func brokerEpochOf(r Request) int64 {
+	switch m := r.Msg.(type) {
+	case *kmsg.LeaderAndISRRequest:
+		return m.BrokerEpoch
+	case *kmsg.UpdateMetadataRequest:
+		return m.BrokerEpoch
+	case *kmsg.StopReplicaRequest:
+		return m.BrokerEpoch
+	}
+	return -1
+}

@@ -28,11 +28,11 @@ func ctrlPartitionsPath(t string) string { return ctrlTopicsPath + "/" + t + "/p
 func ctrlPartitionPath(t string, p int32) string {
 	return ctrlPartitionsPath(t) + "/" + strconv.Itoa(int(p))
 }
-func ctrlStatePath(t string, p int32) string  { return ctrlPartitionPath(t, p) + "/state" }
-func ctrlTopicConfigPath(t string) string     { return ctrlTopicConfigsPath + "/" + t }
-func ctrlDeleteTopicPath(t string) string     { return ctrlDeleteTopicsPath + "/" + t }
-func ctrlLogDirEventPath(node string) string  { return ctrlLogDirEventsPath + "/" + node }
-func ctrlBrokerPath(id int32) string          { return ctrlBrokerIDsPath + "/" + strconv.Itoa(int(id)) }
+func ctrlStatePath(t string, p int32) string { return ctrlPartitionPath(t, p) + "/state" }
+func ctrlTopicConfigPath(t string) string    { return ctrlTopicConfigsPath + "/" + t }
+func ctrlDeleteTopicPath(t string) string    { return ctrlDeleteTopicsPath + "/" + t }
+func ctrlLogDirEventPath(node string) string { return ctrlLogDirEventsPath + "/" + node }
+func ctrlBrokerPath(id int32) string         { return ctrlBrokerIDsPath + "/" + strconv.Itoa(int(id)) }
 
 // appendStateJSON appends a partition state znode's JSON (Kafka's
 // TopicPartitionStateZNode, version 1).
