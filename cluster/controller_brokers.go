@@ -55,6 +55,10 @@ func (c *Controller) activate(s *Snapshot) {
 		c.addOp(Op{Kind: OpDelete, Path: ctrlLogDirEventPath(node), Version: -1}, -1)
 		c.logDirDone[node] = true
 	}
+	// Topics queued for deletion are marked before any election, so none
+	// of their partitions is brought online (Kafka initializes its
+	// TopicDeletionManager before the state machines start).
+	c.markDeletions(s.DeleteTopics)
 	// Every live broker gets the full metadata and the state of each of its
 	// replicas (topics being deleted excepted).
 	c.rb.umFull = map[int32]bool{}
@@ -74,7 +78,7 @@ func (c *Controller) activate(s *Snapshot) {
 	}
 	c.triggerOnline(nil)
 	c.shrinkDead()
-	c.onDeletions(s.DeleteTopics)
+	c.resumeDeletions()
 }
 
 func newCTopic(t *Topic) *ctopic {

@@ -30,6 +30,13 @@ const (
 
 // onDeletions takes the children of /admin/delete_topics.
 func (c *Controller) onDeletions(names []string) {
+	c.markDeletions(names)
+	c.resumeDeletions()
+}
+
+// markDeletions queues the listed topics for deletion, and removes the
+// requests for unknown topics (or all, when delete.topic.enable is false).
+func (c *Controller) markDeletions(names []string) {
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -61,7 +68,6 @@ func (c *Controller) onDeletions(names []string) {
 			delete(c.adminDeleted, name)
 		}
 	}
-	c.resumeDeletions()
 }
 
 // resumeDeletions starts the deletions not started, sends StopReplica to

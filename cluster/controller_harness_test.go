@@ -111,6 +111,9 @@ func (w *world) elect() {
 	if ok, _, _ := w.zk.Exists(ctrlControllerPath); ok {
 		_ = w.zk.Delete(ctrlControllerPath, -1)
 	}
+	fail := w.zk.failNext // an injected failure is for the controller's writes
+	w.zk.failNext = nil
+	defer func() { w.zk.failNext = fail }()
 	_, err := w.zk.Multi(
 		Op{Kind: OpCreate, Path: ctrlControllerPath, Data: []byte(fmt.Sprintf(`{"version":1,"brokerid":%d,"timestamp":"1"}`, w.id)), Mode: Ephemeral},
 		Op{Kind: OpSet, Path: ctrlControllerEpochPath, Data: []byte(strconv.Itoa(epoch + 1)), Version: st.Version},

@@ -158,3 +158,19 @@ func TestBouncedBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestUncleanEnabledByTopicRead: a TopicsChanged whose config read enables
+// unclean election elects like a config notification would.
+func TestUncleanEnabledByTopicRead(t *testing.T) {
+	w, _ := threeBrokers(t, nil, nil)
+	w.kill(2, 3)
+	w.step(w.brokersEvent())
+	w.kill(1)
+	w.step(w.brokersEvent())
+	w.register(3)
+	w.step(w.brokersEvent())
+	wantState(t, w, "t", 0, "leader=-1 epoch=2 isr=[1] v=2")
+	w.zk.mustSet(ctrlTopicConfigPath("t"), []byte(`{"version":1,"config":{"unclean.leader.election.enable":"true"}}`))
+	w.step(w.topicsEvent())
+	wantState(t, w, "t", 0, "leader=3 epoch=3 isr=[3] v=3")
+}

@@ -45,8 +45,8 @@ func (c *Controller) onTopics(list []Topic) {
 		if nt.Version > t.version {
 			t.version = nt.Version
 		}
-		if nt.Configs != nil {
-			t.configs = maps.Clone(nt.Configs)
+		if nt.Configs != nil && !maps.Equal(nt.Configs, t.configs) {
+			c.onTopicConfig(t.name, nt.Configs)
 		}
 		for p := 0; p < min(len(t.parts), len(nt.Replicas)); p++ {
 			if !slices.Equal(t.parts[p].replicas, nt.Replicas[p]) {
