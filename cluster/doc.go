@@ -195,4 +195,3 @@
 // ErrInvalidReplicaAssignment to INVALID_PARTITIONS,
 // INVALID_REPLICATION_FACTOR and INVALID_REPLICA_ASSIGNMENT.
 package cluster
-
