@@ -90,7 +90,7 @@ func TestWriteUnknownOutcome(t *testing.T) {
 				t.Fatalf("reloads %d active %v", w.reloads, w.c.Active())
 			}
 			// Whether or not the first write happened, t-1 is led by 3 now.
-			wantState(t, w, "t", 1, fmt.Sprintf("leader=3 epoch=1 isr=[3 1] v=1"))
+			wantState(t, w, "t", 1, "leader=3 epoch=1 isr=[3 1] v=1")
 		})
 	}
 }
