@@ -27,10 +27,11 @@ import (
 // check; every request carries the current controller epoch and states no
 // newer than ZooKeeper's; every AlterPartition success is in ZooKeeper.
 //
-// A failing seed is printed; STRATA_CTRL_SEED=n replays it alone,
+// 100 seeds of 150 steps by default. A failing seed is printed;
+// STRATA_CTRL_SEED=n replays it alone,
 // STRATA_CTRL_SEEDS and STRATA_CTRL_STEPS run more.
 func TestControllerProperties(t *testing.T) {
-	seeds, steps := 200, 150
+	seeds, steps := 100, 150
 	if testing.Short() {
 		seeds = 50
 	}
