@@ -30,3 +30,32 @@ var (
 	// ErrBadConnect: zookeeper.connect is not host:port[,host:port...][/chroot].
 	ErrBadConnect = errors.New("cluster: bad zookeeper.connect")
 )
+
+// Placement and controller refusals; ErrorCode maps them to Kafka's codes.
+var (
+	ErrInvalidPartitions        = errors.New("cluster: invalid number of partitions")
+	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment")
+	ErrNotController            = errors.New("cluster: this broker is not the controller")
+	// ErrMalformedZnode is ErrBadZnode (one sentinel, two names).
+	ErrMalformedZnode = ErrBadZnode
+)
+
+// ErrorCode is the Kafka error code for err: INVALID_PARTITIONS,
+// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, NOT_CONTROLLER, or
+// UNKNOWN_SERVER_ERROR (-1) for anything else; 0 for nil.
+func ErrorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrInvalidPartitions):
+		return 37
+	case errors.Is(err, ErrInvalidReplicationFactor):
+		return 38
+	case errors.Is(err, ErrInvalidReplicaAssignment):
+		return 39
+	case errors.Is(err, ErrNotController):
+		return 41
+	}
+	return -1
+}

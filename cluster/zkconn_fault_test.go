@@ -37,7 +37,9 @@ func waitEvent(t *testing.T, z cluster.ZK, st cluster.SessionState) cluster.Sess
 // made after.
 func TestZKConnServerRestart(t *testing.T) {
 	srv := zktest.Start(t)
-	z, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr(), SessionTimeout: 30 * time.Second, Logger: quietLog})
+	// the server's longest session: a restart on a loaded machine can take
+	// tens of seconds, and the session must outlive it
+	z, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr(), SessionTimeout: 60 * time.Second, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

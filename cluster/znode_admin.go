@@ -2,12 +2,6 @@ package cluster
 
 import "strconv"
 
-// TopicPartition names one partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
 // PartitionReplicas is one entry of /admin/reassign_partitions.
 type PartitionReplicas struct {
 	Topic     string
@@ -123,15 +117,6 @@ func DecodeIsrChange(path string, data []byte) ([]TopicPartition, error) {
 // LogDirFailureEvent is the only log dir event: a log dir went offline.
 const LogDirFailureEvent = 1
 
-// LogDirEvent is a /log_dir_event_notification/log_dir_event_N
-// notification.
-//
-//	{"version":1,"broker":3,"event":1}
-type LogDirEvent struct {
-	Broker int32
-	Event  int32
-}
-
 // EncodeLogDirEvent returns a log dir failure notification for broker.
 func EncodeLogDirEvent(broker int32) []byte {
 	w := &jsonWriter{b: make([]byte, 0, 40)}
@@ -143,19 +128,17 @@ func EncodeLogDirEvent(broker int32) []byte {
 	return w.b
 }
 
-// DecodeLogDirEvent decodes the notification at path; broker is required,
-// a missing event is a failure (the only kind there is).
-func DecodeLogDirEvent(path string, data []byte) (LogDirEvent, error) {
+// DecodeLogDirEvent decodes the /log_dir_event_notification/log_dir_event_N
+// notification at path ({"version":1,"broker":3,"event":1}) and returns
+// its broker; like Kafka it reads nothing else (the only event is a
+// failure).
+func DecodeLogDirEvent(path string, data []byte) (int32, error) {
 	o := parseObj(path, data)
-	e := LogDirEvent{Event: LogDirFailureEvent}
-	e.Broker, _ = o.int32("broker", true)
-	if ev, ok := o.int32("event", false); ok {
-		e.Event = ev
-	}
+	b, _ := o.int32("broker", true)
 	if o.err != nil {
-		return LogDirEvent{}, o.err
+		return 0, o.err
 	}
-	return e, nil
+	return b, nil
 }
 
 // ProducerIDBlockSize is the number of producer ids a broker takes at once.

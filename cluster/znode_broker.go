@@ -15,16 +15,30 @@ import (
 // (Kafka's for inter.broker.protocol.version >= 2.7-IV0).
 const BrokerRegistrationVersion = 5
 
-// Endpoint is one advertised listener of a broker.
-type Endpoint struct {
-	Listener         string // listener name, e.g. PLAINTEXT
-	SecurityProtocol string // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-	Host             string
-	Port             int32
+// Security protocols by Kafka's id (Endpoint.SecurityProtocol) and name.
+var securityProtocolNames = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// SecurityProtocolName is the name of Kafka's security protocol id ("" for
+// an unknown one).
+func SecurityProtocolName(id int16) string {
+	if id < 0 || int(id) >= len(securityProtocolNames) {
+		return ""
+	}
+	return securityProtocolNames[id]
 }
 
-// String is Kafka's connection string, LISTENER://host:port (an IPv6 host in
-// brackets).
+// ParseSecurityProtocol is the id of a security protocol name.
+func ParseSecurityProtocol(name string) (int16, bool) {
+	for i, n := range securityProtocolNames {
+		if n == name {
+			return int16(i), true
+		}
+	}
+	return 0, false
+}
+
+// String is Kafka's connection string of an Endpoint (controller_types.go),
+// LISTENER://host:port (an IPv6 host in brackets).
 func (e Endpoint) String() string {
 	return e.Listener + "://" + net.JoinHostPort(e.Host, strconv.FormatInt(int64(e.Port), 10))
 }
@@ -59,7 +73,7 @@ func (r *BrokerRegistration) Encode() []byte {
 	for _, e := range r.Endpoints {
 		if !seen[e.Listener] {
 			seen[e.Listener] = true
-			w.string(e.Listener, e.SecurityProtocol)
+			w.string(e.Listener, SecurityProtocolName(e.SecurityProtocol))
 		}
 	}
 	w.close('}')
@@ -83,7 +97,7 @@ func (r *BrokerRegistration) Encode() []byte {
 	host, port := "", int32(-1)
 	hasPlain := false
 	for _, e := range r.Endpoints {
-		if e.SecurityProtocol == "PLAINTEXT" {
+		if e.SecurityProtocol == 0 { // PLAINTEXT
 			host, port, hasPlain = e.Host, e.Port, true
 			break
 		}
@@ -131,7 +145,7 @@ func DecodeBrokerRegistration(id int32, data []byte) (BrokerRegistration, error)
 		if o.err == nil && (!validHost(host) || !validPort(int64(port))) {
 			o.fail("bad host:port %q:%d", host, port)
 		}
-		r.Endpoints = []Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: host, Port: port}}
+		r.Endpoints = []Endpoint{{Listener: "PLAINTEXT", Host: host, Port: port}}
 	} else {
 		var protocols map[string]string
 		if m, ok := o.obj("listener_security_protocol_map", false); ok {
@@ -170,8 +184,8 @@ func DecodeBrokerRegistration(id int32, data []byte) (BrokerRegistration, error)
 // does: the listener is everything before the last "://", the host may be in
 // brackets and holds only letters, digits and -%._: (IPv6 and zone ids
 // included), the port is -1..65535. protocols maps listener names to
-// security protocols; nil means the listener name is the protocol
-// (registrations before v4).
+// security protocol names; nil means the listener name is the protocol
+// (registrations before v4). An unknown protocol is an error, as in Kafka.
 func ParseEndpoint(s string, protocols map[string]string) (Endpoint, error) {
 	i := strings.LastIndex(s, "://")
 	if i <= 0 {
@@ -201,7 +215,11 @@ func ParseEndpoint(s string, protocols map[string]string) (Endpoint, error) {
 		}
 		proto = p
 	}
-	return Endpoint{Listener: listener, SecurityProtocol: proto, Host: host, Port: int32(port)}, nil
+	id, ok := ParseSecurityProtocol(proto)
+	if !ok {
+		return Endpoint{}, fmt.Errorf("endpoint %q: unknown security protocol %q", s, proto)
+	}
+	return Endpoint{Listener: listener, SecurityProtocol: id, Host: host, Port: int32(port)}, nil
 }
 
 func validPort(p int64) bool { return p >= -1 && p <= 65535 }

@@ -176,41 +176,37 @@ const (
 	LeaderRecovering int8 = 1
 )
 
-// NoLeader is the leader of a partition without one.
-const NoLeader int32 = -1
-
-// PartitionState is /brokers/topics/T/partitions/P/state. Its znode version
-// is the partition epoch (zkVersion), not part of the JSON.
+// PartitionState (controller_types.go) is /brokers/topics/T/partitions/P/state.
+// Its znode version is the partition epoch (zkVersion), not part of the JSON.
 //
 //	{"controller_epoch":5,"leader":1,"version":1,"leader_epoch":3,"isr":[1,2,3]}
 //
 // leader_recovery_state is written only when not 0 (recovered), as Kafka 3.2+.
-type PartitionState struct {
-	Leader              int32 // NoLeader (-1) when none
-	LeaderEpoch         int32
-	ISR                 []int32
-	ControllerEpoch     int32
-	LeaderRecoveryState int8
-}
 
 // Encode returns the state's JSON.
-func (s *PartitionState) Encode() []byte {
-	w := &jsonWriter{b: make([]byte, 0, 96)}
-	w.open('{')
-	w.int("controller_epoch", int64(s.ControllerEpoch))
-	w.int("leader", int64(s.Leader))
-	w.int("version", 1)
-	w.int("leader_epoch", int64(s.LeaderEpoch))
-	w.int32s("isr", s.ISR)
+func (s *PartitionState) Encode() []byte { return s.AppendJSON(make([]byte, 0, 96)) }
+
+// AppendJSON appends the state's JSON to dst (no allocation when dst has
+// room: the controller writes thousands at a failover).
+func (s *PartitionState) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"controller_epoch":`...)
+	dst = strconv.AppendInt(dst, int64(s.ControllerEpoch), 10)
+	dst = append(dst, `,"leader":`...)
+	dst = strconv.AppendInt(dst, int64(s.Leader), 10)
+	dst = append(dst, `,"version":1,"leader_epoch":`...)
+	dst = strconv.AppendInt(dst, int64(s.LeaderEpoch), 10)
+	dst = append(dst, `,"isr":`...)
+	dst = appendInt32s(dst, s.ISR)
 	if s.LeaderRecoveryState != LeaderRecovered {
-		w.int("leader_recovery_state", int64(s.LeaderRecoveryState))
+		dst = append(dst, `,"leader_recovery_state":`...)
+		dst = strconv.AppendInt(dst, int64(s.LeaderRecoveryState), 10)
 	}
-	w.close('}')
-	return w.b
+	return append(dst, '}')
 }
 
 // DecodePartitionState decodes topic-partition's state; leader,
-// leader_epoch, isr and controller_epoch are required, as in Kafka.
+// leader_epoch, isr and controller_epoch are required, as in Kafka. Version
+// is left 0: it is the znode's, the caller sets it from the stat.
 func DecodePartitionState(topic string, partition int32, data []byte) (PartitionState, error) {
 	o := parseObj(PartitionStatePath(topic, partition), data)
 	var s PartitionState

@@ -77,7 +77,12 @@ func Start(t testing.TB) *Server {
 		t.Skipf("zktest: %v", err)
 	}
 	s := &Server{t: t, Dir: t.TempDir()}
-	t.Cleanup(s.Stop)
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("zktest: ZooKeeper on port %d, %s", s.Port, s.logTail())
+		}
+	})
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
@@ -216,8 +221,8 @@ func (s *Server) ready() bool {
 func (s *Server) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "logs", "zk.out"))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
 	}
 	return "last lines of zk.out:\n" + strings.Join(lines, "\n")
 }
