@@ -62,7 +62,7 @@ func decodeAssignment(topic string, data []byte) (id [16]byte, replicas [][]int3
 func decodeRegistration(id int32, data []byte) (Broker, error) {
 	r, err := DecodeBrokerRegistration(id, data)
 	if err != nil {
-		return Broker{}, err
+		return Broker{}, fmt.Errorf("broker %d registration: %w", id, err)
 	}
 	return Broker{ID: id, Endpoints: r.Endpoints, Rack: r.Rack}, nil
 }
