@@ -108,10 +108,10 @@ func TestHighWatermarkWaitsForCaughtUpFollower(t *testing.T) {
 	wantHW(t, tr.l, 2)
 	replicate(t, tr.l, tr.f2, t0+1) // from 0 (the leader at 2): gets a, b
 	mustAppend(t, tr.l, t0+1, "c")
-	wantHW(t, tr.l, 3) // broker 2 has not caught up yet: the ISR of one commits
+	wantHW(t, tr.l, 3)              // broker 2 has not caught up yet: the ISR of one commits
 	replicate(t, tr.l, tr.f2, t0+2) // from 2, the leader's end at its previous fetch: caught up as of +1
 	mustAppend(t, tr.l, t0+2, "d")
-	wantHW(t, tr.l, 3) // held for broker 2 (at 3 after this fetch's c)
+	wantHW(t, tr.l, 3)              // held for broker 2 (at 3 after this fetch's c)
 	replicate(t, tr.l, tr.f2, t0+3) // from 3 = the HW: it rejoins
 	commitAlter(t, tr.l, t0+3)
 	wantISR(t, tr.l, 1, 2)
@@ -200,10 +200,10 @@ func TestFetchLeaderEpochChecks(t *testing.T) {
 func TestFetchDivergingEpoch(t *testing.T) {
 	l := newTestPartition(t, 1, vfs.NewMem())
 	mustLeader(t, l, state(1, 1, []int32{1}), t0)
-	mustAppend(t, l, t0, "a", "b")                     // epoch 1: [0, 2)
-	mustLeader(t, l, state(1, 3, []int32{1}), t0)      // epoch 3 from 2
-	mustAppend(t, l, t0, "c", "d", "e")                // epoch 3: [2, 5)
-	mustLeader(t, l, state(1, 4, []int32{1, 2}), t0)   // epoch 4 from 5
+	mustAppend(t, l, t0, "a", "b")                   // epoch 1: [0, 2)
+	mustLeader(t, l, state(1, 3, []int32{1}), t0)    // epoch 3 from 2
+	mustAppend(t, l, t0, "c", "d", "e")              // epoch 3: [2, 5)
+	mustLeader(t, l, state(1, 4, []int32{1, 2}), t0) // epoch 4 from 5
 	fetch := func(offset int64, last int32) FollowerFetchResult {
 		r := l.FetchFromFollower(FollowerFetch{ReplicaID: 2, FetchOffset: offset, CurrentLeaderEpoch: 4, LastFetchedEpoch: last, MaxBytes: 1 << 20}, t0)
 		r.Records.Release()
@@ -216,14 +216,14 @@ func TestFetchDivergingEpoch(t *testing.T) {
 		divOffset int64
 		err       error
 	}{
-		{2, 1, -1, -1, nil},  // epoch 1 ends at 2 here too: no divergence
-		{3, 1, 1, 2, nil},    // follower has epoch 1 past 2: diverges at 2
-		{3, 2, 1, 2, nil},    // epoch 2 unknown here: the largest below it is 1, ending at 2
-		{5, 3, -1, -1, nil},  // epoch 3 ends at 5 here
-		{6, 3, 3, 5, nil},    // follower's epoch 3 goes further
-		{6, 4, 4, 5, nil},    // the latest epoch ends at the log end, 5
-		{5, 4, -1, -1, nil},  // at the log end
-		{1, 0, -1, -1, nil},  // below every epoch: (0, start of the first = 0); 0 < 1 but epoch equal... see below
+		{2, 1, -1, -1, nil},                 // epoch 1 ends at 2 here too: no divergence
+		{3, 1, 1, 2, nil},                   // follower has epoch 1 past 2: diverges at 2
+		{3, 2, 1, 2, nil},                   // epoch 2 unknown here: the largest below it is 1, ending at 2
+		{5, 3, -1, -1, nil},                 // epoch 3 ends at 5 here
+		{6, 3, 3, 5, nil},                   // follower's epoch 3 goes further
+		{6, 4, 4, 5, nil},                   // the latest epoch ends at the log end, 5
+		{5, 4, -1, -1, nil},                 // at the log end
+		{1, 0, -1, -1, nil},                 // below every epoch: (0, start of the first = 0); 0 < 1 but epoch equal... see below
 		{3, 9, -1, -1, ErrOffsetOutOfRange}, // above every epoch: cannot be placed
 	} {
 		r := fetch(c.offset, c.last)

@@ -83,7 +83,7 @@ type Partition struct {
 	controllerEpoch int32
 	replicas        []int32
 	isr             isrState
-	proposals       uint64 // numbers ISR proposals; never reset
+	proposals       uint64          // numbers ISR proposals; never reset
 	remotes         []remoteReplica // leader: the other assigned replicas, by id
 	hw              int64
 	epochStart      int64  // leader: its log end offset when its epoch began
