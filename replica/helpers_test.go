@@ -64,6 +64,13 @@ func newTestPartition(t testing.TB, id int32, fsys vfs.FS) *Partition {
 
 func newTestPartitionAt(t testing.TB, id int32, fsys vfs.FS, root string) *Partition {
 	t.Helper()
+	// The log dir exists, durably, before the broker starts.
+	if err := fsys.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.SyncDir(filepath.Dir(root)); err != nil {
+		t.Fatal(err)
+	}
 	cfg := testConfig(id, fsys, root)
 	l, err := cfg.OpenLog(tp0, OpenOptions{StartAt: -1})
 	if err != nil {
