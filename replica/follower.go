@@ -53,6 +53,9 @@ func (p *Partition) MakeFollower(s PartitionState, now int64) (bool, error) {
 	p.leader = s.Leader
 	p.failed = nil
 	p.fetch = fetchState{phase: phaseFetching}
+	if s.Leader < 0 {
+		p.fetch.phase = phaseIdle // no leader to fetch from (an offline partition)
+	}
 	p.wake()
 	p.logger.Info("became follower", "leader", s.Leader, "leader_epoch", s.LeaderEpoch, "leo", p.log.LogEndOffset(), "hw", p.hw)
 	if _, ok := p.epochs.Latest(); !ok && p.log.LogEndOffset() > p.hw {

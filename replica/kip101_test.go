@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/internal/vfs"
 )
 
@@ -166,5 +168,48 @@ func TestKIP279SuccessiveLeaders(t *testing.T) {
 	lb, la := readLog(t, b.Log(), -1), readLog(t, a.Log(), -1)
 	if !slices.Equal(lb, la) || len(la) != 4 {
 		t.Fatalf("leader %v, follower %v", lb, la)
+	}
+}
+
+// TestLoadAfterLostTruncation: a follower cut its log (not yet synced) and
+// appended the new leader's epoch; power fails. The log comes back with the
+// old records, the epoch checkpoint (synced) with the new epoch starting
+// among them. Loading must notice, or the follower would answer its new
+// leader's divergence check with an epoch it does not hold and keep records
+// that differ from the leader's forever.
+func TestLoadAfterLostTruncation(t *testing.T) {
+	f := followerWith(t, 0, 0, 0)
+	f.fs.(*vfs.MemFS).SyncAll() // the three epoch-0 records are durable
+	err := fetchData(t, f, t0+1, func(d *kmsg.FetchResponseTopicPartition) {
+		d.DivergingEpoch.Epoch, d.DivergingEpoch.EndOffset = 0, 1
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fetchData(t, f, t0+2, func(d *kmsg.FetchResponseTopicPartition) { d.RecordBatches = epochBatch(t, 1, 1, "x") }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 1}}; !slices.Equal(f.Epochs(), want) {
+		t.Fatalf("before the power loss: %v", f.Epochs())
+	}
+	f = restart(t, f, vfs.CrashOptions{}) // every unsynced change lost: the cut too
+	if got := readLog(t, f.Log(), -1); len(got) != 3 || got[1].Epoch != 0 {
+		t.Fatalf("the log should have its old records back: %v", got)
+	}
+	if want := []EpochEntry{{Epoch: 0, StartOffset: 0}}; !slices.Equal(f.Epochs(), want) {
+		t.Fatalf("loaded epochs %v, want %v: epoch 1 does not start at 1 in this log", f.Epochs(), want)
+	}
+	// The leader (epoch 1 from offset 1) now finds the divergence.
+	l := newTestPartition(t, 1, vfs.NewMem())
+	mustLeader(t, l, state(1, 0, []int32{1}, 1, 2), t0)
+	mustAppend(t, l, t0, "a")
+	mustLeader(t, l, state(1, 1, []int32{1, 2}, 1, 2), t0)
+	mustAppend(t, l, t0, "x")
+	mustFollower(t, f, state(1, 1, []int32{1, 2}, 1, 2), t0)
+	for i := int64(0); i < 3; i++ {
+		replicate(t, l, f, t0+i)
+	}
+	if got := readLog(t, f.Log(), -1); len(got) != 2 || got[1] != (entry{1, 1, "x"}) {
+		t.Fatalf("follower after the divergence check: %v", got)
 	}
 }

@@ -130,8 +130,20 @@ func newPartition(tp TopicPartition, l *segment.Log, checkpointedHW int64, cfg *
 	return p, nil
 }
 
-// loadEpochs opens the epoch cache, rebuilds or completes it from the log and
-// clamps it to the log's offsets.
+// loadEpochs opens the epoch cache and makes it agree with the log: clamped
+// to the log's offsets, each entry checked against the batch it names, and
+// completed (or rebuilt) from the batches.
+//
+// A power loss can leave the durable checkpoint ahead of the durable log in
+// two ways: an entry whose records were lost (it may now start below the log
+// end, the log having lost part of the tail), and, since a truncation is not
+// durable until the file is synced, a truncated tail of older epochs back in
+// the log under entries that came after the truncation. Either would make
+// the cache answer a leader's diverging-epoch check for records the log does
+// not hold, and the divergence would go unnoticed; so the cache is cut at
+// the first entry whose start does not hold a batch of its epoch, and the
+// batches from there fill it again (Kafka's recovery adds the epochs of the
+// batches it scans the same way).
 func (p *Partition) loadEpochs() error {
 	c, err := OpenEpochCache(p.fs, p.log.Dir())
 	scanFrom := p.log.FlushedOffset() // the recovery point: batches above it were just scanned by Open
@@ -154,7 +166,53 @@ func (p *Partition) loadEpochs() error {
 	if latest, ok := c.Latest(); ok && latest.StartOffset > scanFrom {
 		scanFrom = latest.StartOffset
 	}
+	bad, err := p.firstWrongEpoch()
+	if err != nil {
+		return err
+	}
+	if bad >= 0 {
+		p.logger.Warn("leader-epoch-checkpoint names records the log does not hold: rebuilding it from there", "offset", bad, "epochs", c.Entries())
+		if err := c.TruncateFromEnd(bad); err != nil {
+			return err
+		}
+		scanFrom = min(scanFrom, bad)
+	}
 	return p.scanEpochs(scanFrom)
+}
+
+// firstWrongEpoch returns the start offset of the first cache entry whose
+// first batch (the one holding the start offset, or the next) is of another
+// epoch, -1 when all agree. An entry whose range holds no batch (compacted
+// away) is not checked.
+func (p *Partition) firstWrongEpoch() (int64, error) {
+	es := p.epochs.Entries()
+	var hdr [record.BatchHeaderSize]byte
+	for i, e := range es {
+		r, err := p.log.Read(e.StartOffset, 1)
+		if err != nil {
+			return -1, fmt.Errorf("%w: checking leader epochs of %s: %w", ErrStorage, p.log.Dir(), err)
+		}
+		if r.Len < record.BatchHeaderSize {
+			r.Release()
+			if r.Len == 0 {
+				return e.StartOffset, nil // nothing at or after the start: no batch of this epoch
+			}
+			continue // a legacy message
+		}
+		_, err = r.File.ReadAt(hdr[:], r.Pos)
+		r.Release()
+		if err != nil {
+			return -1, fmt.Errorf("%w: checking leader epochs of %s: %w", ErrStorage, p.log.Dir(), err)
+		}
+		b := record.Batch(hdr[:])
+		if b.Magic() != 2 || i+1 < len(es) && b.BaseOffset() >= es[i+1].StartOffset {
+			continue
+		}
+		if b.PartitionLeaderEpoch() != e.Epoch {
+			return e.StartOffset, nil
+		}
+	}
+	return -1, nil
 }
 
 // scanEpochs adds the epochs of the batches from offset from to the log end
@@ -401,4 +459,22 @@ func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
 // log dir.
 func (p *Partition) hwCheckpointPath() string {
 	return filepath.Join(p.logDir(), checkpoint.ReplicationOffsetFile)
+}
+
+// ReadCommitted reads for a consumer: whole batches from the one holding
+// offset, never reaching the high watermark (HighWatermark); an offset
+// between the high watermark and the log end reads as an empty region, as in
+// Kafka. Offsets outside the log are segment.ErrOffsetOutOfRange. Release
+// the region when done.
+func (p *Partition) ReadCommitted(offset, maxBytes int64) (segment.Region, error) {
+	p.mu.Lock()
+	l := p.log
+	hw := min(p.hw, l.HighWatermark())
+	p.mu.Unlock()
+	v := l.Snapshot()
+	if offset >= hw && offset <= v.End && offset >= v.Start {
+		return segment.Region{FirstOffset: offset}, nil
+	}
+	v.End = min(v.End, hw)
+	return v.Read(offset, maxBytes)
 }

@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"os"
+	"strconv"
+	"testing"
+)
+
+// seeds returns the seeds to run: SIM_SEED alone, or SIM_SEEDS of them
+// (default n; fewer under -short).
+func seeds(t *testing.T, n int) []uint64 {
+	if v := os.Getenv("SIM_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SIM_SEED=%q: %v", v, err)
+		}
+		return []uint64{s}
+	}
+	if v := os.Getenv("SIM_SEEDS"); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("SIM_SEEDS=%q: %v", v, err)
+		}
+		n = c
+	}
+	if testing.Short() {
+		n = min(n, 10)
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+func runSeeds(t *testing.T, name string, n int, opt Options) {
+	verbose := os.Getenv("SIM_VERBOSE") != ""
+	var total Stats
+	for _, seed := range seeds(t, n) {
+		o := opt
+		o.Seed, o.Verbose = seed, verbose
+		s := New(o)
+		err := s.Run()
+		st := s.Stats()
+		total.Steps += st.Steps
+		total.ProcessCrashes += st.ProcessCrashes
+		total.PowerLosses += st.PowerLosses
+		total.LinkCuts += st.LinkCuts
+		total.Isolations += st.Isolations
+		total.LeaderMoves += st.LeaderMoves
+		total.ControllerFailovers += st.ControllerFailovers
+		if err != nil {
+			t.Fatalf("%s seed %d failed (replay: SIM_SEED=%d go test -run '%s' ./internal/sim/):\n%v\n\ntrace:\n%s", name, seed, seed, t.Name(), err, s.W.Trace())
+		}
+		if len(s.Hist.Acked) == 0 {
+			t.Fatalf("seed %d acknowledged nothing", seed)
+		}
+	}
+	t.Logf("%s: %+v", name, total)
+}
+
+// TestSimNoFaults: the cluster replicates and acknowledges under load
+// without faults.
+func TestSimNoFaults(t *testing.T) {
+	runSeeds(t, "no faults", 5, Options{DurationMs: 5000})
+}
+
+// TestSimFaults: random crashes, power loss, network faults and leader moves
+// over many seeds, Kafka's default flush policy (nothing fsynced).
+func TestSimFaults(t *testing.T) {
+	runSeeds(t, "faults", 50, Options{Faults: true})
+}
+
+// TestSimFaultsFsync: the same with flush.messages=1, where any broker may
+// lose power at any time.
+func TestSimFaultsFsync(t *testing.T) {
+	runSeeds(t, "faults, fsync", 30, Options{Faults: true, FlushEveryMessage: true})
+}
