@@ -72,7 +72,13 @@ func (p *Partition) MakeFollower(s PartitionState, now int64) (bool, error) {
 // then the epoch cache, and lowers the high watermark to the new log end.
 // roleMu and mu held.
 func (p *Partition) truncateTo(off int64) error {
-	if off >= p.log.LogEndOffset() {
+	if leo := p.log.LogEndOffset(); off >= leo {
+		// Nothing to cut from the log, but an entry at its end (this broker
+		// led an epoch and appended nothing in it) would make every fetch
+		// diverge again (Kafka 3's UnifiedLog.truncateTo drops it too).
+		if err := p.epochs.TruncateFromEnd(leo); err != nil {
+			return p.fail(err)
+		}
 		return nil
 	}
 	if off < p.hw {

@@ -69,20 +69,29 @@ func (s *Sim) joinedISR(tp replica.TopicPartition, r int32) {
 }
 
 // powerLossAllowed tells whether broker id may lose its unsynced data now
-// (see the package doc).
+// (see the package doc). Without application fsync the records a power
+// loss takes live on in the other ISR members' page caches; they are lost
+// only if the broker that lost them becomes the ISR's last member and is
+// elected (KIP-966), which the controller does when the others leave the
+// ISR before it. So a power loss is allowed only when every other broker
+// is up, in touch with the controller, in every ISR and has not lost power
+// since it last joined one, and no broker is still recovering from one:
+// the broker that loses power is then the first to leave the ISRs.
 func (s *Sim) powerLossAllowed(id int32) bool {
 	if s.Opt.FlushEveryMessage {
 		return true
 	}
 	for i, ps := range s.Ctrl.Parts {
-		ok := false
-		for _, r := range ps.ISR {
-			if r != id && !s.lostPower[i][r] {
-				ok = true
+		for _, b := range s.Brokers[1:] {
+			if s.lostPower[i][b.ID] {
+				return false
 			}
-		}
-		if !ok {
-			return false
+			if b.ID == id {
+				continue
+			}
+			if !b.up || !s.Ctrl.Live(b.ID) || s.Net.IsCut(ControllerID, b.ID) || !slices.Contains(ps.ISR, b.ID) {
+				return false
+			}
 		}
 	}
 	return true

@@ -81,7 +81,7 @@ func (c *Controller) createTopic(topic string, assignments [][]int32) {
 // after (a ZooKeeper watch), unless it cannot reach ZooKeeper.
 func (c *Controller) brokerStarted(b *Broker) {
 	inc := b.inc
-	c.s.W.After(c.s.W.Between(1, 20), func() { c.register(b, inc) })
+	c.s.W.After(c.s.W.Between(1, 20), func() { c.retryRegister(b, inc) })
 }
 
 // register makes a running, reachable broker live (Kafka's onBrokerStartup):
@@ -257,9 +257,10 @@ func (c *Controller) flush(to int32) {
 
 // alterPartition answers AlterPartition as Kafka 2.8's ZK controller
 // answers AlterIsr: a stale broker epoch is refused whole; per partition,
-// another leader epoch is FENCED_LEADER_EPOCH, another partition epoch
-// INVALID_UPDATE_VERSION; otherwise the ISR is written (partition epoch + 1,
-// leader epoch unchanged) and returned.
+// another leader epoch is FENCED_LEADER_EPOCH; the ISR it already has is
+// answered as it stands (a retry whose first answer was lost); another
+// partition epoch is INVALID_UPDATE_VERSION; otherwise the ISR is written
+// (partition epoch + 1, leader epoch unchanged) and returned.
 func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
 	if id := req.BrokerID; id < 1 || int(id) >= len(c.live) || !c.live[id] || c.brokerEpoch[id] != req.BrokerEpoch {
@@ -278,7 +279,9 @@ func (c *Controller) alterPartition(req *kmsg.AlterPartitionRequest) *kmsg.Alter
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.LeaderEpoch != ps.LeaderEpoch || ps.Leader != req.BrokerID:
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case rp.PartitionEpoch != ps.Version:
+			case rp.PartitionEpoch != ps.Version && !slices.Equal(rp.NewISR, ps.ISR):
+				// A retry of a change already made (its answer was lost)
+				// succeeds whatever its version (Kafka's equalsIgnoreZk).
 				sp.ErrorCode = kerr.InvalidUpdateVersion.Code
 			default:
 				isr := slices.Clone(rp.NewISR)
