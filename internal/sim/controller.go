@@ -31,8 +31,8 @@ type Controller struct {
 	Epoch int32
 	Parts []*PartitionState
 
-	live        []bool    // the controller's view: registered and not expired
-	brokerEpoch []int64   // of the live registration
+	live        []bool     // the controller's view: registered and not expired
+	brokerEpoch []int64    // of the live registration
 	queue       [][]func() // per broker: control requests waiting for the connection
 	up          bool
 }

@@ -78,9 +78,9 @@ type Sim struct {
 	seq        int
 	pending    []*pendingProduce
 	violations []string
-	obs        [][]observation     // [broker][partition]
-	leaderOf   []map[int32]int32   // [partition] epoch -> leader
-	lostPower  [][]bool            // [partition][broker]: lost power since it last joined the ISR
+	obs        [][]observation   // [broker][partition]
+	leaderOf   []map[int32]int32 // [partition] epoch -> leader
+	lostPower  [][]bool          // [partition][broker]: lost power since it last joined the ISR
 	loadOn     bool
 	stats      Stats
 }
@@ -88,7 +88,7 @@ type Sim struct {
 // Stats count what a run did.
 type Stats struct {
 	ProcessCrashes, PowerLosses, LinkCuts, Isolations, LeaderMoves, ControllerFailovers int
-	Steps                                                                            int
+	Steps                                                                               int
 }
 
 // New builds a cluster: brokers started, topic "t" created with every
