@@ -76,3 +76,26 @@ func TestSimFaults(t *testing.T) {
 func TestSimFaultsFsync(t *testing.T) {
 	runSeeds(t, "faults, fsync", 30, Options{Faults: true, FlushEveryMessage: true})
 }
+
+// TestSimDeterministic: a seed replays exactly (the same trace twice).
+func TestSimDeterministic(t *testing.T) {
+	run := func() string {
+		s := New(Options{Seed: 7, Faults: true, Verbose: true, DurationMs: 5000})
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return s.W.Trace()
+	}
+	a, b := run(), run()
+	if a != b {
+		for i := 0; i < min(len(a), len(b)); i++ {
+			if a[i] != b[i] {
+				t.Fatalf("runs differ at byte %d:\n%s\n---\n%s", i, a[max(0, i-300):min(len(a), i+300)], b[max(0, i-300):min(len(b), i+300)])
+			}
+		}
+		t.Fatalf("runs differ in length: %d and %d", len(a), len(b))
+	}
+	if len(a) < 10000 {
+		t.Fatalf("trace of %d bytes: the run did little", len(a))
+	}
+}
