@@ -347,3 +347,33 @@ func (p *Partition) OffsetForReplica(currentLeaderEpoch int32, timestamp int64) 
 	}
 	return -1, fmt.Errorf("%w: a replica lists offsets with timestamp -1 or -2, not %d", ErrInvalidRequest, timestamp)
 }
+
+// DeleteRecords moves the log start offset up to offset on the leader
+// (Kafka's deleteRecordsOnLeader, DeleteRecords key 21): -1 means the high
+// watermark; past the high watermark is ErrOffsetOutOfRange. Followers take
+// the new log start from their next fetch. It returns the new log start.
+func (p *Partition) DeleteRecords(offset int64) (int64, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleLeader {
+		return -1, fmt.Errorf("%w: %s", ErrNotLeader, p.tp)
+	}
+	hw := min(p.hw, p.log.HighWatermark())
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, fmt.Errorf("%w: delete records up to %d, high watermark %d", ErrOffsetOutOfRange, offset, hw)
+	}
+	if offset > p.log.LogStartOffset() {
+		if err := p.log.SetLogStartOffset(offset); err != nil {
+			return -1, p.fail(err)
+		}
+		if err := p.epochs.TruncateFromStart(offset); err != nil {
+			return -1, p.fail(err)
+		}
+	}
+	return p.log.LogStartOffset(), nil
+}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/internal/vfs"
 )
 
@@ -459,5 +461,61 @@ func TestAppendAsLeaderAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per leader append", allocs)
+	}
+}
+
+func TestDeleteRecords(t *testing.T) {
+	tr := newTrio(t, []int32{1, 2})
+	mustAppend(t, tr.l, t0, "a", "b", "c")
+	if _, err := tr.l.DeleteRecords(1); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("delete past the HW 0: %v", err)
+	}
+	replicate(t, tr.l, tr.f2, t0)
+	replicate(t, tr.l, tr.f2, t0) // HW 3
+	if s, err := tr.l.DeleteRecords(2); err != nil || s != 2 {
+		t.Fatalf("DeleteRecords(2) = %d, %v", s, err)
+	}
+	if want := []EpochEntry{{Epoch: 0, StartOffset: 2}}; !slices.Equal(tr.l.Epochs(), want) {
+		t.Fatalf("leader epochs %v", tr.l.Epochs())
+	}
+	replicate(t, tr.l, tr.f2, t0)
+	if s := tr.f2.Log().LogStartOffset(); s != 2 {
+		t.Fatalf("follower log start %d, want the leader's 2", s)
+	}
+	if _, err := tr.f2.DeleteRecords(-1); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("DeleteRecords on a follower: %v", err)
+	}
+	// A follower that lost everything fetches below the log start: out of
+	// range, and it starts over at the leader's log start.
+	mustFollower(t, tr.f3, state(1, 0, []int32{1, 2}), t0)
+	for i := 0; i < 2; i++ {
+		if r := replicate(t, tr.l, tr.f3, t0); !errors.Is(r.Err, ErrOffsetOutOfRange) && i == 0 {
+			t.Fatalf("fetch below the log start: %v", r.Err)
+		}
+		if i == 0 {
+			for _, o := range []int64{tr.l.Log().LogEndOffset(), tr.l.Log().LogStartOffset()} {
+				part, leader, ok := tr.f3.listOffsetsPart(t0)
+				if !ok {
+					t.Fatal("no ListOffsets")
+				}
+				got, err := tr.l.OffsetForReplica(part.CurrentLeaderEpoch, part.Timestamp)
+				if err != nil || got != o {
+					t.Fatalf("leader offsets for %d: %d %v, want %d", part.Timestamp, got, err, o)
+				}
+				resp := kmsg.NewListOffsetsResponseTopicPartition()
+				resp.Offset = got
+				if err := tr.f3.handleListOffsets(leader, &part, &resp, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	// The batch holding the log start came whole (Kafka's
+	// UnexpectedAppendOffsetException case); the log start is the leader's.
+	if s := tr.f3.Log().LogStartOffset(); s != 2 {
+		t.Fatalf("follower log start %d after starting over", s)
+	}
+	if got := readLog(t, tr.f3.Log(), -1); got[len(got)-1] != (entry{2, 0, "c"}) {
+		t.Fatalf("follower started over with %v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/internal/checkpoint"
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/replica"
 	"github.com/stratalog/strata/segment"
@@ -90,8 +91,20 @@ func (b *Broker) openLog(tp replica.TopicPartition, o replica.OpenOptions) (*seg
 	}
 	if o.StartAt >= 0 {
 		opts.LogStartOffset = o.StartAt
+	} else if starts, err := checkpoint.ReadOffsets(b.FS, path.Join(LogDir, checkpoint.LogStartOffsetFile)); err == nil {
+		opts.LogStartOffset = starts[tp] // the DataDir's log-start-offset-checkpoint
 	}
 	return segment.Open(path.Join(LogDir, tp.String()), opts)
+}
+
+// checkpointLogStarts writes log-start-offset-checkpoint, as the DataDir
+// does (Kafka: every 60 s; here with the high watermarks).
+func (b *Broker) checkpointLogStarts() error {
+	starts := map[replica.TopicPartition]int64{}
+	for _, p := range b.M.Partitions() {
+		starts[p.TopicPartition()] = p.Log().LogStartOffset()
+	}
+	return checkpoint.WriteOffsets(b.FS, path.Join(LogDir, checkpoint.LogStartOffsetFile), starts)
 }
 
 // scheduleCheckpoint writes replication-offset-checkpoint every 5 s, as
@@ -104,6 +117,9 @@ func (b *Broker) scheduleCheckpoint() {
 		}
 		if err := b.M.CheckpointHighWatermarks(); err != nil {
 			b.s.fail("broker %d: checkpointing high watermarks: %v", b.ID, err)
+		}
+		if err := b.checkpointLogStarts(); err != nil {
+			b.s.fail("broker %d: checkpointing log starts: %v", b.ID, err)
 		}
 		b.scheduleCheckpoint()
 	})
@@ -180,6 +196,7 @@ func (b *Broker) sendFetch(f replica.FetchRequest) {
 		func(reply func(any)) { to.serveFetch(f.Req, reply) },
 		func(resp any, err error) {
 			r, _ := resp.(*kmsg.FetchResponse)
+			b.s.countFetch(r)
 			b.s.W.Tracef("broker %d fetch <- %d %s%v", b.ID, f.Target.Broker, fetchRespSummary(r), errOrEmpty(err))
 			m.FetchResponse(f.Target, f.Req, r, err, b.s.W.Now)
 		})
@@ -237,6 +254,7 @@ func (b *Broker) sendListOffsets(l replica.ListOffsetsRequest) {
 	m := b.M
 	to := b.peer(l.Broker)
 	b.s.W.Tracef("broker %d list offsets -> %d", b.ID, l.Broker)
+	b.s.stats.ListOffsets++
 	if to == nil {
 		b.s.W.After(b.s.Net.TimeoutMs, func() {
 			if b.M == m {

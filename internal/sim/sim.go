@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/replica"
 )
 
@@ -87,7 +90,10 @@ type Sim struct {
 
 // Stats count what a run did.
 type Stats struct {
-	ProcessCrashes, PowerLosses, LinkCuts, Isolations, LeaderMoves, ControllerFailovers int
+	ProcessCrashes, PowerLosses, LinkCuts, Isolations, LeaderMoves, ControllerFailovers, DeleteRecords int
+	// What the faults led to: fetches answered with a diverging epoch, with
+	// OFFSET_OUT_OF_RANGE, with FENCED_LEADER_EPOCH; ListOffsets sent.
+	Diverging, OutOfRange, Fenced, ListOffsets int
 	Steps                                                                               int
 }
 
@@ -130,6 +136,24 @@ func New(opt Options) *Sim {
 	s.Ctrl.createTopic(s.Topic, assignments)
 	s.RunFor(50)
 	return s
+}
+
+func (s *Sim) countFetch(r *kmsg.FetchResponse) {
+	if r == nil {
+		return
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			switch {
+			case p.DivergingEpoch.EndOffset >= 0:
+				s.stats.Diverging++
+			case p.ErrorCode == kerr.OffsetOutOfRange.Code:
+				s.stats.OutOfRange++
+			case p.ErrorCode == kerr.FencedLeaderEpoch.Code:
+				s.stats.Fenced++
+			}
+		}
+	}
 }
 
 // TP names partition i of the topic.
@@ -337,6 +361,26 @@ func (s *Sim) injectFault() {
 	case k < 63:
 		s.stats.ControllerFailovers++
 		s.Ctrl.failover()
+	case k < 67: // DeleteRecords up to some offset below the high watermark
+		ps := s.Ctrl.Parts[s.W.Intn(len(s.Ctrl.Parts))]
+		if ps.Leader < 0 {
+			return
+		}
+		p := s.Brokers[ps.Leader].partition(ps.TP)
+		if p == nil || p.Role() != replica.RoleLeader {
+			return
+		}
+		start, hw := p.Log().LogStartOffset(), p.HighWatermark()
+		if hw <= start {
+			return
+		}
+		off := start + s.W.Int64n(hw-start+1)
+		got, err := p.DeleteRecords(off)
+		s.W.Tracef("fault: DeleteRecords %s up to %d on broker %d: start %d %v", ps.TP, off, ps.Leader, got, err)
+		if err != nil {
+			s.fail("DeleteRecords %s up to %d below the HW %d: %v", ps.TP, off, hw, err)
+		}
+		s.stats.DeleteRecords++
 	case k < 75: // the network slows down for a while
 		s.Net.MaxDelayMs = s.W.Between(20, 300)
 		s.Net.DropRate = float64(s.W.Intn(10)) / 100

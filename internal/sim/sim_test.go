@@ -49,6 +49,11 @@ func runSeeds(t *testing.T, name string, n int, opt Options) {
 		total.Isolations += st.Isolations
 		total.LeaderMoves += st.LeaderMoves
 		total.ControllerFailovers += st.ControllerFailovers
+		total.DeleteRecords += st.DeleteRecords
+		total.Diverging += st.Diverging
+		total.OutOfRange += st.OutOfRange
+		total.Fenced += st.Fenced
+		total.ListOffsets += st.ListOffsets
 		if err != nil {
 			t.Fatalf("%s seed %d failed (replay: SIM_SEED=%d go test -run '%s' ./internal/sim/):\n%v\n\ntrace:\n%s", name, seed, seed, t.Name(), err, s.W.Trace())
 		}
