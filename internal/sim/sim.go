@@ -94,7 +94,7 @@ type Stats struct {
 	// What the faults led to: fetches answered with a diverging epoch, with
 	// OFFSET_OUT_OF_RANGE, with FENCED_LEADER_EPOCH; ListOffsets sent.
 	Diverging, OutOfRange, Fenced, ListOffsets int
-	Steps                                                                               int
+	Steps                                      int
 }
 
 // New builds a cluster: brokers started, topic "t" created with every
