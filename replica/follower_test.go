@@ -268,3 +268,60 @@ func TestOffsetOutOfRange(t *testing.T) {
 		t.Fatalf("log after starting over: %v", got)
 	}
 }
+
+// TestDivergenceAtLogEnd: a follower that led an epoch without appending
+// anything has that epoch in its cache at its log end; the leader answers
+// its fetches with an older epoch ending there. Nothing is cut from the
+// log, but the entry must go, or every fetch diverges again.
+func TestDivergenceAtLogEnd(t *testing.T) {
+	f := followerWith(t, 4, 4)
+	mustLeader(t, f, state(2, 8, []int32{2}), t0) // leads epoch 8 from 2, appends nothing
+	mustFollower(t, f, state(1, 9, []int32{1, 2}), t0)
+	part, _, _ := f.fetchPart(t0)
+	if part.LastFetchedEpoch != 8 || part.FetchOffset != 2 {
+		t.Fatalf("fetch %+v", part)
+	}
+	// The leader knows epochs 4 (ending at 2) and 9: epoch 8 is unknown.
+	d := kmsg.NewFetchResponseTopicPartition()
+	d.DivergingEpoch.Epoch, d.DivergingEpoch.EndOffset = 4, 2
+	if err := f.handleFetchData(1, &part, &d, t0); err != nil {
+		t.Fatal(err)
+	}
+	part, _, _ = f.fetchPart(t0)
+	if part.LastFetchedEpoch != 4 || part.FetchOffset != 2 {
+		t.Fatalf("after the divergence the fetch is %+v, want offset 2 with last epoch 4", part)
+	}
+}
+
+// TestFollowerStorageError: a log that cannot be written stops the
+// partition (a clear error, nothing half-applied) until the next
+// LeaderAndIsr.
+func TestFollowerStorageError(t *testing.T) {
+	mem := vfs.NewMem()
+	fail := &toggleFail{}
+	f := newTestPartition(t, 2, vfs.Inject(mem, fail))
+	mustFollower(t, f, state(1, 0, []int32{1, 2}), t0)
+	fail.on = true
+	err := fetchData(t, f, t0, func(d *kmsg.FetchResponseTopicPartition) { d.RecordBatches = epochBatch(t, 0, 0, "a") })
+	if !errors.Is(err, ErrStorage) || !vfs.IsInjected(err) || f.Failed() == nil {
+		t.Fatalf("append on a failing disk: %v (failed: %v)", err, f.Failed())
+	}
+	if _, _, ok := f.fetchPart(t0 + 1e9); ok {
+		t.Fatal("a failed partition keeps fetching")
+	}
+	fail.on = false
+	mustFollower(t, f, state(1, 1, []int32{1, 2}), t0)
+	if _, _, ok := f.fetchPart(t0); !ok {
+		t.Fatal("no fetch after the next LeaderAndIsr")
+	}
+	// A leader on a failing disk refuses produce with the storage error.
+	l := newTestPartition(t, 1, vfs.Inject(vfs.NewMem(), fail))
+	mustLeader(t, l, state(1, 0, []int32{1}), t0)
+	fail.on = true
+	if _, err := l.AppendAsLeader(batch(t, "x"), 1, 1, t0); !errors.Is(err, ErrStorage) || ErrorCode(err) != 56 {
+		t.Fatalf("append on a failing disk: %v", err)
+	}
+	if err := l.CheckProduce(1, 1); !errors.Is(err, ErrStorage) {
+		t.Fatalf("produce after a storage error: %v", err)
+	}
+}
