@@ -357,3 +357,59 @@ func TestLoadRebuildsEpochs(t *testing.T) {
 		q.close()
 	}
 }
+
+func TestServeOffsets(t *testing.T) {
+	m := newTestManager(t, 1, vfs.NewMem())
+	m.LeaderAndIsr(lisr(1, 5, lisrPart(0, 1, 3, []int32{1, 2})), t0)
+	p := m.Partition(testTopic, 0)
+	mustAppend(t, p, t0, "a", "b")
+	mustLeader(t, p, state(1, 5, []int32{1, 2}), t0)
+	mustAppend(t, p, t0, "c")
+
+	oe := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	oe.Version, oe.ReplicaID = 3, 2
+	ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	ot.Topic = testTopic
+	for _, c := range []struct{ current, epoch int32 }{{5, 3}, {5, 4}, {5, 5}, {4, 3}, {5, 9}} {
+		op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		op.Partition, op.CurrentLeaderEpoch, op.LeaderEpoch = 0, c.current, c.epoch
+		ot.Partitions = append(ot.Partitions, op)
+	}
+	oe.Topics = append(oe.Topics, ot)
+	got := m.HandleOffsetForLeaderEpoch(oe).Topics[0].Partitions
+	want := []struct {
+		code  int16
+		epoch int32
+		end   int64
+	}{{0, 3, 2}, {0, 3, 2}, {0, 5, 3}, {kerr.FencedLeaderEpoch.Code, -1, -1}, {0, -1, -1}}
+	for i, w := range want {
+		if got[i].ErrorCode != w.code || got[i].LeaderEpoch != w.epoch || got[i].EndOffset != w.end {
+			t.Errorf("OffsetForLeaderEpoch %d: %+v, want %+v", i, got[i], w)
+		}
+	}
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version, lo.ReplicaID = 4, 2
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = testTopic
+	for _, ts := range []int64{-1, -2} {
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.CurrentLeaderEpoch, lp.Timestamp = 0, 5, ts
+		lt.Partitions = append(lt.Partitions, lp)
+	}
+	lo.Topics = append(lo.Topics, lt)
+	lr := m.HandleListOffsets(lo).Topics[0].Partitions
+	if lr[0].ErrorCode != 0 || lr[0].Offset != 3 || lr[1].Offset != 0 {
+		t.Fatalf("ListOffsets %+v", lr)
+	}
+	// Followers do not answer either.
+	mustFollower(t, p, state(2, 6, []int32{2}), t0)
+	if r := m.HandleListOffsets(lo).Topics[0].Partitions[0]; r.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("ListOffsets with an old epoch on a follower: %+v", r)
+	}
+	oe.Topics[0].Partitions = oe.Topics[0].Partitions[:1]
+	oe.Topics[0].Partitions[0].CurrentLeaderEpoch = 6
+	if r := m.HandleOffsetForLeaderEpoch(oe).Topics[0].Partitions[0]; r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("OffsetForLeaderEpoch on a follower: %+v", r)
+	}
+}
