@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stratalog/strata/internal/history"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
 	"github.com/stratalog/strata/segment"
@@ -177,23 +178,24 @@ func (s *Sim) converged() bool {
 }
 
 // finalCheck compares the replicas and the history once the cluster is
-// quiet.
+// quiet: internal/history's checks (lost, moved, inconsistent, lost and
+// aborted reads, phantoms, divergent replicas) over every replica's records
+// from the partition's common log start, and the simulation's own: every
+// replica equal to the leader below the high watermark, batch epochs never
+// going back along a log, no value twice (the producer never retries).
 func (s *Sim) finalCheck() {
-	seen := map[string]string{} // value -> where, across partitions
+	var replicas []history.Replica
 	for _, ps := range s.Ctrl.Parts {
 		lp := s.Brokers[ps.Leader].partition(ps.TP)
-		hw, start := lp.HighWatermark(), lp.Log().LogStartOffset()
-		lead, err := readAll(lp.Log(), lp.Log().LogEndOffset())
-		if err != nil {
-			s.fail("reading %s on leader %d: %v", ps.TP, ps.Leader, err)
-			continue
+		hw := lp.HighWatermark()
+		// A log start is durable only at its checkpoint: after a crash it
+		// may come back lower (in Kafka too). Compare where all hold records.
+		start := int64(0)
+		for _, r := range ps.Replicas {
+			start = max(start, s.Brokers[r].partition(ps.TP).Log().LogStartOffset())
 		}
-		// Below the log start records were deleted (DeleteRecords).
-		lead = slices.DeleteFunc(lead, func(e logEntry) bool { return e.offset < start })
-		byOffset := map[int64]logEntry{}
-		for _, e := range lead {
-			byOffset[e.offset] = e
-		}
+		s.Hist.Checker.Deleted(ps.TP.Partition, start)
+		logs := map[int32][]logEntry{}
 		for _, r := range ps.Replicas {
 			p := s.Brokers[r].partition(ps.TP)
 			es, err := readAll(p.Log(), p.Log().LogEndOffset())
@@ -201,52 +203,36 @@ func (s *Sim) finalCheck() {
 				s.fail("reading %s on broker %d: %v", ps.TP, r, err)
 				continue
 			}
-			// A log start is durable only at its checkpoint: after a crash it
-			// may come back lower (Kafka too). Compare where both hold records.
-			from := max(start, p.Log().LogStartOffset())
-			es = slices.DeleteFunc(es, func(e logEntry) bool { return e.offset < from })
-			committed := slices.DeleteFunc(slices.Clone(es), func(e logEntry) bool { return e.offset >= hw })
-			want := slices.DeleteFunc(slices.Clone(lead), func(e logEntry) bool { return e.offset >= hw || e.offset < from })
-			if !slices.Equal(committed, want) {
-				s.fail("%s: broker %d's records below the high watermark %d differ from leader %d's: %s", ps.TP, r, hw, ps.Leader, firstDiff(committed, want))
-			}
-			for k := 1; k < len(es); k++ {
-				if es[k].epoch < es[k-1].epoch {
-					s.fail("%s: broker %d's log goes from epoch %d back to %d at offset %d", ps.TP, r, es[k-1].epoch, es[k].epoch, es[k].offset)
-					break
+			es = slices.DeleteFunc(es, func(e logEntry) bool { return e.offset < start })
+			logs[r] = es
+			hr := history.Replica{Broker: r, Partition: ps.TP.Partition, HighWatermark: p.HighWatermark()}
+			for k, e := range es {
+				hr.Records = append(hr.Records, history.Record{Offset: e.offset, Value: e.value})
+				if k > 0 && e.epoch < es[k-1].epoch {
+					s.fail("%s: broker %d's log goes from epoch %d back to %d at offset %d", ps.TP, r, es[k-1].epoch, e.epoch, e.offset)
 				}
 			}
-			for _, e := range es {
-				if s.Hist.Refused[e.value] {
-					s.fail("%s: broker %d holds %q at %d, whose produce was refused", ps.TP, r, e.value, e.offset)
-				}
+			replicas = append(replicas, hr)
+		}
+		lead := slices.DeleteFunc(slices.Clone(logs[ps.Leader]), func(e logEntry) bool { return e.offset >= hw })
+		for _, r := range ps.Replicas {
+			committed := slices.DeleteFunc(slices.Clone(logs[r]), func(e logEntry) bool { return e.offset >= hw })
+			if !slices.Equal(committed, lead) {
+				s.fail("%s: broker %d's records below the high watermark %d differ from leader %d's: %s", ps.TP, r, hw, ps.Leader, firstDiff(committed, lead))
 			}
 		}
-		for _, e := range lead {
-			where := fmt.Sprintf("%s@%d", ps.TP, e.offset)
-			if old, dup := seen[e.value]; dup {
-				s.fail("value %q at %s and at %s", e.value, old, where)
-			}
-			seen[e.value] = where
-		}
-		check := func(what string, m map[int64]string) {
-			offs := make([]int64, 0, len(m))
-			for o := range m {
-				offs = append(offs, o)
-			}
-			slices.Sort(offs)
-			for _, o := range offs {
-				if o < start {
-					continue // deleted
-				}
-				if e, ok := byOffset[o]; !ok || e.value != m[o] || o >= hw {
-					s.fail("%s record %q at %s@%d is lost (leader %d has %q, high watermark %d)", what, m[o], ps.TP, o, ps.Leader, e.value, hw)
-				}
-			}
-		}
-		check("acknowledged", s.Hist.Acked[ps.TP])
-		check("consumed", s.Hist.Read[ps.TP])
 	}
+	rep := s.Hist.Checker.Check(replicas)
+	if err := rep.Err(); err != nil {
+		s.fail("%v", err)
+	}
+	if rep.Duplicates > 0 {
+		s.fail("%d values at more than one offset, with a producer that never retries (%s)", rep.Duplicates, rep.Summary())
+	}
+	if rep.Pending > 0 {
+		s.fail("%d sends still pending at the end", rep.Pending)
+	}
+	s.report = rep
 }
 
 func firstDiff(a, b []logEntry) string {

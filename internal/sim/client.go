@@ -4,17 +4,19 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stratalog/strata/internal/history"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
 )
 
-// History is what the clients saw.
+// History is what the clients saw: every send, acknowledgement, refusal and
+// read goes to Checker (internal/history, the checker the real-process fault
+// tests use); Acked and Refused also feed the simulation's own end checks.
 type History struct {
+	Checker *history.History
 	// Acked holds every record acknowledged under acks=-1, by partition:
 	// offset -> value.
 	Acked map[replica.TopicPartition]map[int64]string
-	// Read holds every record a consumer read: offset -> value.
-	Read map[replica.TopicPartition]map[int64]string
 	// Refused holds the values whose produce was refused before the append:
 	// they must never appear.
 	Refused map[string]bool
@@ -22,14 +24,14 @@ type History struct {
 	// lost, not enough replicas after the append): their records may or may
 	// not be in the log.
 	Unknown int
-	// Produced counts produce requests sent.
-	Produced int
+	// Produced counts produce requests sent; Reads records read.
+	Produced, Reads int
 }
 
 func newHistory() *History {
 	return &History{
+		Checker: history.New(),
 		Acked:   map[replica.TopicPartition]map[int64]string{},
-		Read:    map[replica.TopicPartition]map[int64]string{},
 		Refused: map[string]bool{},
 	}
 }
@@ -70,16 +72,23 @@ func (s *Sim) produce(tp replica.TopicPartition) {
 		panic(err)
 	}
 	s.Hist.Produced++
+	for _, v := range vals {
+		s.Hist.Checker.Send(v, tp.Partition)
+	}
 	res, err := p.AppendAsLeader(batch, -1, s.Opt.MinISR, s.W.Now)
 	switch {
 	case errors.Is(err, replica.ErrNotEnoughReplicas), errors.Is(err, replica.ErrNotLeader):
 		for _, v := range vals {
 			s.Hist.Refused[v] = true
+			s.Hist.Checker.Fail(v, true)
 		}
 		s.W.Tracef("produce %v to broker %d refused: %v", vals, b.ID, err)
 		return
 	case err != nil:
 		s.Hist.Unknown++
+		for _, v := range vals {
+			s.Hist.Checker.Fail(v, false)
+		}
 		s.W.Tracef("produce %v to broker %d failed: %v", vals, b.ID, err)
 		return
 	}
@@ -109,10 +118,14 @@ func (s *Sim) pollProduces() {
 			}
 			for i, v := range pp.values {
 				acked[pp.base+int64(i)] = v
+				s.Hist.Checker.Ack(v, pp.base+int64(i))
 			}
 			s.W.Tracef("produce %v at %s@%d acknowledged", pp.values, pp.tp, pp.base)
 		default:
 			s.Hist.Unknown++
+			for _, v := range pp.values {
+				s.Hist.Checker.Fail(v, false)
+			}
 			s.W.Tracef("produce %v at %s@%d: %v", pp.values, pp.tp, pp.base, st)
 		}
 	}
@@ -150,11 +163,7 @@ func (s *Sim) consume(tp replica.TopicPartition) {
 		s.fail("consumer: reading %s: %v", tp, err)
 		return
 	}
-	reads := s.Hist.Read[tp]
-	if reads == nil {
-		reads = map[int64]string{}
-		s.Hist.Read[tp] = reads
-	}
+	s.Hist.Checker.Reset("consumer") // each poll starts at a random offset: a seek
 	it := record.NewIterator(buf, record.ScanOptions{VerifyCRC: true})
 	n := 0
 	for it.Next() {
@@ -167,11 +176,8 @@ func (s *Sim) consume(tp replica.TopicPartition) {
 			if rec.Offset >= hw {
 				s.fail("consumer read %s offset %d at or past the high watermark %d of broker %d", tp, rec.Offset, hw, b.ID)
 			}
-			v := string(rec.Value)
-			if old, ok := reads[rec.Offset]; ok && old != v {
-				s.fail("consumer read %s offset %d as %q, earlier as %q", tp, rec.Offset, v, old)
-			}
-			reads[rec.Offset] = v
+			s.Hist.Checker.Read("consumer", tp.Partition, rec.Offset, string(rec.Value))
+			s.Hist.Reads++
 			n++
 		}
 	}

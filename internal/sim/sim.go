@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/internal/history"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -86,6 +87,7 @@ type Sim struct {
 	lostPower  [][]bool          // [partition][broker]: lost power since it last joined the ISR
 	loadOn     bool
 	stats      Stats
+	report     *history.Report
 }
 
 // Stats count what a run did.
@@ -211,6 +213,9 @@ func (s *Sim) Err() error {
 
 // Stats returns what the run did.
 func (s *Sim) Stats() Stats { return s.stats }
+
+// Report is internal/history's report of the final check (nil before).
+func (s *Sim) Report() *history.Report { return s.report }
 
 // Heal stops the faults, reconnects everything, restarts the brokers that are
 // down, and runs until the cluster converges (or QuiesceMs passes: a
@@ -381,6 +386,7 @@ func (s *Sim) injectFault() {
 			s.fail("DeleteRecords %s up to %d below the HW %d: %v", ps.TP, off, hw, err)
 		}
 		s.stats.DeleteRecords++
+		s.Hist.Checker.Deleted(ps.TP.Partition, got)
 	case k < 75: // the network slows down for a while
 		s.Net.MaxDelayMs = s.W.Between(20, 300)
 		s.Net.DropRate = float64(s.W.Intn(10)) / 100
