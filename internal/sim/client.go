@@ -176,7 +176,16 @@ func (s *Sim) consume(tp replica.TopicPartition) {
 			if rec.Offset >= hw {
 				s.fail("consumer read %s offset %d at or past the high watermark %d of broker %d", tp, rec.Offset, hw, b.ID)
 			}
-			s.Hist.Checker.Read("consumer", tp.Partition, rec.Offset, string(rec.Value))
+			v := string(rec.Value)
+			// Checked at once too, for a trace that ends where it went wrong.
+			if old, ok := s.reads[tp][rec.Offset]; ok && old != v {
+				s.fail("consumer read %s offset %d as %q, earlier as %q", tp, rec.Offset, v, old)
+			}
+			if s.reads[tp] == nil {
+				s.reads[tp] = map[int64]string{}
+			}
+			s.reads[tp][rec.Offset] = v
+			s.Hist.Checker.Read("consumer", tp.Partition, rec.Offset, v)
 			s.Hist.Reads++
 			n++
 		}

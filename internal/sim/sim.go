@@ -88,6 +88,7 @@ type Sim struct {
 	loadOn     bool
 	stats      Stats
 	report     *history.Report
+	reads      map[replica.TopicPartition]map[int64]string // what consumers read: offset -> value
 }
 
 // Stats count what a run did.
@@ -103,7 +104,7 @@ type Stats struct {
 // broker in every partition's replicas (assignments rotated).
 func New(opt Options) *Sim {
 	opt.defaults()
-	s := &Sim{Opt: opt, W: NewWorld(opt.Seed, Start, opt.Verbose), Hist: newHistory(), Topic: "t"}
+	s := &Sim{Opt: opt, W: NewWorld(opt.Seed, Start, opt.Verbose), Hist: newHistory(), Topic: "t", reads: map[replica.TopicPartition]map[int64]string{}}
 	s.Brokers = make([]*Broker, opt.Brokers+1)
 	nodes := make([]Node, opt.Brokers+1)
 	for id := 1; id <= opt.Brokers; id++ {
