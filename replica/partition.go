@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/stratalog/strata/internal/checkpoint"
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segment"
@@ -455,11 +454,6 @@ func parentDir(dir string) string { return filepath.Dir(dir) }
 // logDir is the log directory holding the partition directory.
 func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
 
-// hwCheckpointPath is the replication-offset-checkpoint of the partition's
-// log dir.
-func (p *Partition) hwCheckpointPath() string {
-	return filepath.Join(p.logDir(), checkpoint.ReplicationOffsetFile)
-}
 
 // ReadCommitted reads for a consumer: whole batches from the one holding
 // offset, never reaching the high watermark (HighWatermark); an offset

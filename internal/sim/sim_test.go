@@ -71,7 +71,7 @@ func runSeeds(t *testing.T, name string, n int, opt Options) {
 // TestSimNoFaults: the cluster replicates and acknowledges under load
 // without faults.
 func TestSimNoFaults(t *testing.T) {
-	runSeeds(t, "no faults", 5, Options{DurationMs: 5000})
+	runSeeds(t, "no faults", 2, Options{DurationMs: 3000})
 }
 
 // TestSimFaults: random crashes, power loss, network faults and leader moves
