@@ -454,7 +454,6 @@ func parentDir(dir string) string { return filepath.Dir(dir) }
 // logDir is the log directory holding the partition directory.
 func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
 
-
 // ReadCommitted reads for a consumer: whole batches from the one holding
 // offset, never reaching the high watermark (HighWatermark); an offset
 // between the high watermark and the log end reads as an empty region, as in
