@@ -101,7 +101,9 @@ func (p *Partition) alterUnsent(id uint64) {
 // longer pending (a LeaderAndIsr came meanwhile) is ignored;
 // UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION
 // give up (the proposal stays pending, so no other change is made, until the
-// next LeaderAndIsr); other errors send it again; success for another leader
+// next LeaderAndIsr); INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED drop the
+// proposal (Kafka 3: the controller will not take it, however often it is
+// sent); other errors send it again; success for another leader
 // epoch or an older partition epoch is ignored; otherwise the answer's ISR
 // and partition epoch become the committed state and the high watermark is
 // recomputed.
@@ -116,6 +118,14 @@ func (p *Partition) alterResult(id uint64, r AlterResult, now int64) {
 	case kerr.UnknownTopicOrPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.InvalidUpdateVersion.Code:
 		p.logger.Info("ISR change refused, waiting for LeaderAndIsr", "proposed", p.isr.proposed, "code", r.ErrorCode)
 		p.isr.gaveUp = true
+		return
+	case kerr.IneligibleReplica.Code, kerr.OperationNotAttempted.Code:
+		// A member the controller does not count as online (Kafka 3's
+		// KIP-841): the change is dropped, the committed ISR stands, and a
+		// later fetch or check may propose again.
+		p.logger.Info("ISR change refused: ineligible replica", "proposed", p.isr.proposed, "code", r.ErrorCode)
+		p.isr = isrState{committed: p.isr.committed}
+		p.changed()
 		return
 	default:
 		p.logger.Warn("ISR change failed, retrying", "proposed", p.isr.proposed, "code", r.ErrorCode)

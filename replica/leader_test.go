@@ -358,6 +358,16 @@ func TestAlterPartitionErrors(t *testing.T) {
 	if !ok || it2.id != it.id {
 		t.Fatal("a retriable error did not send the change again")
 	}
+	// INELIGIBLE_REPLICA: dropped; the next check may propose again.
+	tr.l.alterResult(it2.id, AlterResult{ErrorCode: 107}, t0)
+	if _, ok := tr.l.takeAlter(); ok {
+		t.Fatal("an ineligible change was sent again")
+	}
+	tr.l.MaybeShrinkISR(t0 + lag + 2)
+	it2, ok = tr.l.takeAlter()
+	if !ok {
+		t.Fatal("no new proposal after an ineligible one was dropped")
+	}
 	// FENCED_LEADER_EPOCH: given up until the next LeaderAndIsr.
 	tr.l.alterResult(it2.id, AlterResult{ErrorCode: 74}, t0)
 	if _, ok := tr.l.takeAlter(); ok {
