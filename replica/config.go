@@ -81,6 +81,13 @@ type Config struct {
 	// DeleteLog deletes a stopped partition's log (default: remove its
 	// directory through the log's filesystem).
 	DeleteLog LogDeleter
+	// OnTruncate, if set, is called when a follower cut its log (or started
+	// it over) and before the epoch cache follows: the DataDir should write
+	// the lowered recovery point (the log's FlushedOffset) to its
+	// checkpoint now, as Kafka's LogManager.truncateTo does, so that after a
+	// power loss the cut tail, which may come back, is scanned again. It runs
+	// with the partition's locks held: it must not call the Partition.
+	OnTruncate func(tp TopicPartition, l *segment.Log)
 	// Logger receives what replication does (default: discard).
 	Logger *slog.Logger
 }

@@ -98,8 +98,8 @@
 // batches after the first that disagrees (a power loss can bring a
 // truncated tail back under a synced checkpoint), and adds the epochs of the
 // batches above the recovery point (or of all batches, when the checkpoint
-// is missing or malformed). The broker must therefore lower the
-// recovery-point checkpoint when a follower truncates, as Kafka's
+// is missing or malformed). The broker must therefore write the lowered
+// recovery point when a follower truncates (Config.OnTruncate), as Kafka's
 // LogManager.truncateTo does, so those batches are scanned after a crash.
 // replication-offset-checkpoint in each log dir keeps the high watermarks
 // (Manager.CheckpointHighWatermarks; tmp, fsync, rename); at load a

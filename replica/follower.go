@@ -89,6 +89,9 @@ func (p *Partition) truncateTo(off int64) error {
 	if err := p.log.TruncateTo(off); err != nil {
 		return p.fail(err)
 	}
+	if p.cfg.OnTruncate != nil {
+		p.cfg.OnTruncate(p.tp, p.log)
+	}
 	leo := p.log.LogEndOffset()
 	if err := p.epochs.TruncateFromEnd(leo); err != nil {
 		return p.fail(err)
@@ -383,6 +386,9 @@ func (p *Partition) startOver(off int64) error {
 		return p.fail(err)
 	}
 	p.log = l
+	if p.cfg.OnTruncate != nil {
+		p.cfg.OnTruncate(p.tp, l)
+	}
 	if err := p.epochs.Clear(); err != nil {
 		return p.fail(err)
 	}

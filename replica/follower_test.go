@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/segment"
 )
 
 func TestFollowerAppendKeepsOffsetsAndEpochs(t *testing.T) {
@@ -323,5 +324,35 @@ func TestFollowerStorageError(t *testing.T) {
 	}
 	if err := l.CheckProduce(1, 1); !errors.Is(err, ErrStorage) {
 		t.Fatalf("produce after a storage error: %v", err)
+	}
+}
+
+// TestOnTruncate: the DataDir hears of every cut, with the recovery point
+// already lowered to it.
+func TestOnTruncate(t *testing.T) {
+	f := followerWith(t, 0, 0, 0)
+	var cuts []int64
+	f.cfg.OnTruncate = func(tp TopicPartition, l *segment.Log) {
+		if tp != tp0 {
+			t.Errorf("OnTruncate for %v", tp)
+		}
+		cuts = append(cuts, l.FlushedOffset())
+	}
+	if err := fetchData(t, f, t0, func(d *kmsg.FetchResponseTopicPartition) {
+		d.DivergingEpoch.Epoch, d.DivergingEpoch.EndOffset = 0, 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cuts, []int64{0}) && !slices.Equal(cuts, []int64{1}) {
+		t.Fatalf("OnTruncate saw recovery points %v, want one at or below the cut 1", cuts)
+	}
+	if err := f.CheckLeaderEpoch(0, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckLeaderEpoch(0, true); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a follower asked to lead: %v", err)
+	}
+	if err := f.CheckLeaderEpoch(1, false); !errors.Is(err, ErrUnknownLeaderEpoch) {
+		t.Fatalf("a newer epoch: %v", err)
 	}
 }

@@ -396,6 +396,22 @@ func (p *Partition) checkLeaderEpoch(current int32) error {
 	return nil
 }
 
+// CheckLeaderEpoch is KIP-320's check for a consumer's Fetch or ListOffsets
+// naming current_leader_epoch (-1: unchecked): ErrFencedLeaderEpoch below
+// this replica's epoch, ErrUnknownLeaderEpoch above; then, if requireLeader,
+// ErrNotLeader unless this broker leads.
+func (p *Partition) CheckLeaderEpoch(current int32, requireLeader bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.checkLeaderEpoch(current); err != nil {
+		return err
+	}
+	if requireLeader && p.role != RoleLeader {
+		return fmt.Errorf("%w: %s", ErrNotLeader, p.tp)
+	}
+	return nil
+}
+
 // setAssignment records the assigned replicas and keeps the progress of the
 // followers that stay (mu held).
 func (p *Partition) setAssignment(replicas []int32) {
