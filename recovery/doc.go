@@ -6,13 +6,19 @@
 //
 //  1. Locks the directory (<dir>/.lock, an OFD lock that also keeps a Kafka
 //     broker out) on the OS filesystem.
-//  2. Reads recovery-point-offset-checkpoint and log-start-offset-checkpoint. A
-//     missing file is empty; an unreadable or malformed one is logged, recorded in
-//     the report and treated as empty, so every partition is scanned in full (as
-//     Kafka does).
-//  3. Notes whether .kafka_cleanshutdown exists and deletes it durably (remove,
+//  2. Notes whether .kafka_cleanshutdown exists and deletes it durably (remove,
 //     then fsync the directory) before loading anything, so a crash while loading
 //     makes the next start unclean (KAFKA-10471).
+//  3. Reads recovery-point-offset-checkpoint and log-start-offset-checkpoint. A
+//     missing file is empty. An unreadable or malformed one is logged at ERROR
+//     (quoting at most a short prefix of the bad line), recorded in the report
+//     and treated as empty: every recovery point is then 0, as in Kafka, and
+//     every partition is scanned from its first segment even after a clean
+//     shutdown (Report.FullScan) — Kafka trusts the marker and scans nothing
+//     then, but a checkpoint garbled after a clean shutdown means the directory
+//     was damaged since, and a scan is what finds the rest of the damage. An
+//     unreadable log-start checkpoint starts each log at its first segment's
+//     base, as in Kafka, and scans nothing.
 //  4. Loads every partition directory (<topic>-<partition>; directories ending in
 //     -delete, -future or -stray and other names are skipped) in parallel with
 //     num.recovery.threads.per.data.dir workers (default 2, Kafka 4.0), each with

@@ -637,7 +637,9 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 	}
 	o.str("recover ").str(res.Path).str(" (").str(strings.ReplaceAll(res.Mode, "_", " "))
 	if res.Mode == "data_dir" {
-		if rep.CleanShutdown {
+		if rep.FullScan {
+			o.str(", recovery-point checkpoint unreadable: every partition scanned in full")
+		} else if rep.CleanShutdown {
 			o.str(", clean shutdown: segments trusted, tails and indexes checked")
 		} else {
 			o.str(", unclean shutdown: scanned from the recovery points")
