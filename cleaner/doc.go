@@ -42,6 +42,9 @@
 //     without a delete horizon rewrites the batch with attribute bit 6 set and
 //     base timestamp = now + delete.retention.ms (record timestamp deltas taken
 //     from it); later passes drop the batch's tombstones once now ≥ horizon.
+//     delete.retention.ms=0 means 0 (the next pass drops them), as every
+//     LogConfig value does: Kafka's defaults come from DefaultLogConfig and
+//     DefaultCompactOptions, never from a zero.
 //  7. Each group's output is written as <base>.log/.index/.timeindex.cleaned,
 //     fsynced, and swapped in with segment.Log.ReplaceSegments (.cleaned →
 //     .swap in descending order, one copy-on-write list store, old files →
