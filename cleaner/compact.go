@@ -38,6 +38,9 @@ type CompactOptions struct {
 	DeleteRetentionMs int64
 	// MinCompactionLagMs is min.compaction.lag.ms (default 0).
 	MinCompactionLagMs int64
+	// ProducerIDExpirationMs is producer.id.expiration.ms (default 1 day):
+	// a producer's last batch within it of now is kept, empty if need be.
+	ProducerIDExpirationMs int64
 	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second (default
 	// unlimited).
 	IOMaxBytesPerSecond float64
@@ -76,6 +79,9 @@ func (o *CompactOptions) ensureDefaults() CompactOptions {
 		n.SegmentIndexBytes = segment.DefaultSegmentIndexBytes
 	}
 	n.DeleteRetentionMs = max(n.DeleteRetentionMs, 0)
+	if n.ProducerIDExpirationMs <= 0 {
+		n.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
 	if n.Now == nil {
 		n.Now = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -202,6 +208,7 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 		now:                o.Now(),
 		deleteRetentionMs:  o.DeleteRetentionMs,
 		minCompactionLagMs: o.MinCompactionLagMs,
+		producerExpiryMs:   o.ProducerIDExpirationMs,
 		segmentBytes:       o.SegmentBytes,
 		indexBytes:         int64(o.SegmentIndexBytes),
 		offline:            true,

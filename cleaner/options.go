@@ -40,6 +40,10 @@ type Config struct {
 	BackoffMs int64
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms.
 	RetentionCheckIntervalMs int64
+	// ProducerIDExpirationMs is producer.id.expiration.ms (default 1 day):
+	// how long after its last batch a producer counts as active, its last
+	// batch then kept (empty if need be) by compaction.
+	ProducerIDExpirationMs int64
 	// DisableCleaner turns compaction off (log.cleaner.enable=false); the
 	// retention checker still runs.
 	DisableCleaner bool
@@ -69,6 +73,9 @@ func (c *Config) ensureDefaults() (Config, error) {
 	if n.BackoffMs == 0 {
 		n.BackoffMs = DefaultBackoffMs
 	}
+	if n.ProducerIDExpirationMs == 0 {
+		n.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
 	if n.RetentionCheckIntervalMs == 0 {
 		n.RetentionCheckIntervalMs = DefaultRetentionCheckIntervalMs
 	}
@@ -88,6 +95,8 @@ func (c *Config) ensureDefaults() (Config, error) {
 		return n, fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d", ErrInvalidConfig, n.DedupeBufferBytes)
 	case n.LoadFactor <= 0 || n.LoadFactor > 1:
 		return n, fmt.Errorf("%w: load factor %g", ErrInvalidConfig, n.LoadFactor)
+	case n.ProducerIDExpirationMs < 1:
+		return n, fmt.Errorf("%w: producer.id.expiration.ms %d", ErrInvalidConfig, n.ProducerIDExpirationMs)
 	case n.BackoffMs < 0 || n.RetentionCheckIntervalMs < 1:
 		return n, fmt.Errorf("%w: backoff %d ms, retention check interval %d ms", ErrInvalidConfig, n.BackoffMs, n.RetentionCheckIntervalMs)
 	}
