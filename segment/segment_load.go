@@ -87,6 +87,9 @@ type RecoverResult struct {
 	// Err is the corruption that ended the scan early (nil when the whole file
 	// was valid). Its position is where the file was cut.
 	Err error
+	// SavedTo is where Options.SaveCut saved the truncated bytes ("" when not
+	// set or nothing was cut).
+	SavedTo string
 }
 
 // recover rebuilds the segment's indexes by scanning every entry and checking
@@ -174,6 +177,12 @@ func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error
 	}
 	if res.TruncatedBytes > 0 {
 		res.DroppedEnd = headerEnd(s.log, res.ValidBytes, fileSize)
+	}
+	if res.TruncatedBytes > 0 && writable && s.o.SaveCut != nil {
+		res.SavedTo, err = s.o.SaveCut(s.Path(LogSuffix), res.ValidBytes, res.TruncatedBytes, "tail")
+		if err != nil {
+			return res, fmt.Errorf("%w: %s: %w", ErrSaveCut, s.Path(LogSuffix), err)
+		}
 	}
 	if res.TruncatedBytes+res.PreallocatedBytes > 0 && writable {
 		if err := s.log.Truncate(res.ValidBytes); err != nil {
