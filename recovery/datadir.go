@@ -95,6 +95,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		return fail(err)
 	}
 	rep.Partitions = make([]PartitionReport, len(parts))
+	shared := sharedBackup(o)
 	err = forEach(len(parts), o.RecoveryThreads, func(i int) error {
 		p := parts[i]
 		pr := &rep.Partitions[i]
@@ -103,9 +104,21 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		t := time.Now()
 		so := o.segmentOptions(p.tp.Topic)
 		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], trusted
+		var pb *partitionBackup
+		if !o.NoBackup {
+			pb = &partitionBackup{fs: o.FS, pdir: p.dir, now: t0, shared: shared}
+			so.SaveCut = pb.save
+		}
 		l, lr, err := segment.OpenWithReport(p.dir, &so)
 		if lr != nil {
 			partitionReport(pr, lr)
+		}
+		if pb != nil {
+			pr.BackupDir = pb.dir()
+		}
+		if errors.Is(err, segment.ErrSaveCut) {
+			return fmt.Errorf("%w: %s: %w (nothing was cut: make room for the backup, or repair the directory offline with strata recover)",
+				ErrPartitionLoad, p.tp, err)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
@@ -130,7 +143,34 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 	rep.Duration = time.Since(t0)
 	o.Logger.Info("data directory loaded", "dir", dir, "partitions", len(parts), "clean_shutdown", clean,
 		"bytes_scanned", rep.Totals.BytesScanned, "bytes_truncated", rep.Totals.BytesTruncated, "duration", rep.Duration)
+	for _, p := range rep.Partitions {
+		if p.BackupDir != "" {
+			o.Logger.Warn("bytes cut at start were saved", "partition", p.Topic+"-"+strconv.Itoa(int(p.Partition)),
+				"backup", p.BackupDir, "bytes_truncated", p.BytesTruncated)
+		}
+	}
 	return d, rep, nil
+}
+
+// sharedBackup returns the constructor of the one backup all partitions share
+// when Options.BackupDir is set (made on the first cut), else nil.
+func sharedBackup(o *Options) func() (*Backup, error) {
+	if o.BackupDir == "" || o.NoBackup {
+		return nil
+	}
+	var (
+		mu  sync.Mutex
+		b   *Backup
+		err error
+	)
+	return func() (*Backup, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b == nil && err == nil {
+			b, err = NewBackup(o.FS, o.BackupDir)
+		}
+		return b, err
+	}
 }
 
 // takeMarker reports whether the clean-shutdown marker exists and removes it

@@ -47,7 +47,9 @@ type PartitionReport struct {
 	TempFilesRemoved         []string      `json:"temp_files_removed,omitempty"`
 	SwapsCompleted           []string      `json:"swaps_completed,omitempty"`
 	SideFilesTrimmed         []string      `json:"side_files_trimmed,omitempty"`
-	Duration                 time.Duration `json:"duration_ns"`
+	// BackupDir holds what was cut (see Backup); "" when nothing was saved.
+	BackupDir string        `json:"backup_dir,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
 }
 
 // Totals sum the partition reports.
