@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -261,4 +262,35 @@ func (p *partitionBackup) dir() string {
 		return ""
 	}
 	return p.b.m.Dir
+}
+
+// sharedBackup returns the constructor of the one backup all partitions share
+// when Options.BackupDir is set (made on the first cut), else nil.
+func sharedBackup(o *Options) func() (*Backup, error) {
+	if o.BackupDir == "" || o.NoBackup {
+		return nil
+	}
+	var (
+		mu  sync.Mutex
+		b   *Backup
+		err error
+	)
+	return func() (*Backup, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b == nil && err == nil {
+			b, err = NewBackup(o.FS, o.BackupDir)
+		}
+		return b, err
+	}
+}
+
+// logBackups names, per partition, the backup holding what start cut.
+func logBackups(o *Options, rep *Report) {
+	for _, p := range rep.Partitions {
+		if p.BackupDir != "" {
+			o.Logger.Warn("bytes cut at start were saved", "partition", p.Topic+"-"+strconv.Itoa(int(p.Partition)),
+				"backup", p.BackupDir, "bytes_truncated", p.BytesTruncated)
+		}
+	}
 }

@@ -143,34 +143,8 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 	rep.Duration = time.Since(t0)
 	o.Logger.Info("data directory loaded", "dir", dir, "partitions", len(parts), "clean_shutdown", clean,
 		"bytes_scanned", rep.Totals.BytesScanned, "bytes_truncated", rep.Totals.BytesTruncated, "duration", rep.Duration)
-	for _, p := range rep.Partitions {
-		if p.BackupDir != "" {
-			o.Logger.Warn("bytes cut at start were saved", "partition", p.Topic+"-"+strconv.Itoa(int(p.Partition)),
-				"backup", p.BackupDir, "bytes_truncated", p.BytesTruncated)
-		}
-	}
+	logBackups(o, rep)
 	return d, rep, nil
-}
-
-// sharedBackup returns the constructor of the one backup all partitions share
-// when Options.BackupDir is set (made on the first cut), else nil.
-func sharedBackup(o *Options) func() (*Backup, error) {
-	if o.BackupDir == "" || o.NoBackup {
-		return nil
-	}
-	var (
-		mu  sync.Mutex
-		b   *Backup
-		err error
-	)
-	return func() (*Backup, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if b == nil && err == nil {
-			b, err = NewBackup(o.FS, o.BackupDir)
-		}
-		return b, err
-	}
 }
 
 // takeMarker reports whether the clean-shutdown marker exists and removes it
