@@ -122,6 +122,7 @@ func (b *Backup) Save(file string, pos, n int64, kind string) (string, error) {
 	}
 	if err != nil {
 		b.m.Files = b.m.Files[:len(b.m.Files)-1]
+		_ = b.fs.Remove(e.Backup) // unlisted, it would block a retry (O_EXCL)
 		return "", fmt.Errorf("%w: %s: %w", ErrBackup, ManifestFile, err)
 	}
 	return e.Backup, nil
