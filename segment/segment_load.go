@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/stratalog/strata/record"
 )
@@ -92,17 +91,13 @@ type RecoverResult struct {
 	SavedTo string
 }
 
-// recover rebuilds the segment's indexes by scanning every entry and checking
-// framing, magic, size, CRC and offset order, and truncates the .log at the first
-// invalid entry (Kafka's LogSegment.recover). I/O errors are returned; corruption
-// is reported in the result.
-func (s *Segment) recover(writable bool) (RecoverResult, error) {
-	return s.recoverBelow(writable, math.MaxInt64)
-}
-
-// recoverBelow is recover for a segment followed by one based at limit: an entry
-// whose offsets reach limit is invalid too (the segments' offset ranges must not
-// overlap, or lookups by offset go to the wrong segment).
+// recoverBelow rebuilds the segment's indexes by scanning every entry and
+// checking framing, magic, size, CRC and offset order, and truncates the .log at
+// the first invalid entry (Kafka's LogSegment.recover). The segment is followed
+// by one based at limit (math.MaxInt64: none): an entry whose offsets reach limit
+// is invalid too (the segments' offset ranges must not overlap, or lookups by
+// offset go to the wrong segment). I/O errors are returned; corruption is
+// reported in the result.
 func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error) {
 	var res RecoverResult
 	st, err := s.log.Stat()
