@@ -24,7 +24,7 @@ const (
 )
 
 // Config configures a Manager with Kafka's broker settings. Zero values take
-// the defaults; a nil *Config is all defaults.
+// the defaults (see ExplicitZeros); a nil *Config is all defaults.
 type Config struct {
 	// Threads is log.cleaner.threads.
 	Threads int
@@ -43,6 +43,10 @@ type Config struct {
 	// DisableCleaner turns compaction off (log.cleaner.enable=false); the
 	// retention checker still runs.
 	DisableCleaner bool
+	// ExplicitZeros makes a zero BackoffMs mean Kafka's 0 (no sleep between
+	// passes when nothing is cleanable) instead of the default. Callers
+	// that fill in Kafka's defaults themselves (the broker) set it.
+	ExplicitZeros bool
 	// FS reads and writes cleaner-offset-checkpoint files (default vfs.OS; the
 	// logs use their own).
 	FS vfs.FS
@@ -66,7 +70,7 @@ func (c *Config) ensureDefaults() (Config, error) {
 	if n.LoadFactor == 0 {
 		n.LoadFactor = DefaultLoadFactor
 	}
-	if n.BackoffMs == 0 {
+	if n.BackoffMs == 0 && !n.ExplicitZeros {
 		n.BackoffMs = DefaultBackoffMs
 	}
 	if n.RetentionCheckIntervalMs == 0 {
@@ -95,7 +99,7 @@ func (c *Config) ensureDefaults() (Config, error) {
 }
 
 // LogConfig is one log's effective topic config (topic overrides over broker
-// defaults). Zero values take Kafka's defaults.
+// defaults). Zero values take Kafka's defaults (see ExplicitZeros).
 type LogConfig struct {
 	// CleanupPolicy is cleanup.policy: "delete" (default), "compact" or
 	// "compact,delete".
@@ -113,6 +117,11 @@ type LogConfig struct {
 	// log's own segment.bytes and segment.index.bytes).
 	SegmentBytes      int64
 	SegmentIndexBytes int
+	// ExplicitZeros makes a zero MinCleanableDirtyRatio or DeleteRetentionMs
+	// mean Kafka's 0 (clean whenever anything is dirty; drop tombstones at
+	// the first pass that reaches them) instead of the default. Callers
+	// that fill in Kafka's defaults themselves (the broker) set it.
+	ExplicitZeros bool
 }
 
 func (c *LogConfig) ensureDefaults() LogConfig {
@@ -123,7 +132,7 @@ func (c *LogConfig) ensureDefaults() LogConfig {
 	if n.CleanupPolicy == "" {
 		n.CleanupPolicy = "delete"
 	}
-	if n.MinCleanableDirtyRatio == 0 {
+	if n.MinCleanableDirtyRatio == 0 && !n.ExplicitZeros {
 		n.MinCleanableDirtyRatio = DefaultMinCleanableDirtyRatio
 	} else if n.MinCleanableDirtyRatio < 0 {
 		n.MinCleanableDirtyRatio = 0
@@ -131,7 +140,7 @@ func (c *LogConfig) ensureDefaults() LogConfig {
 	if n.MaxCompactionLagMs == 0 {
 		n.MaxCompactionLagMs = math.MaxInt64
 	}
-	if n.DeleteRetentionMs == 0 {
+	if n.DeleteRetentionMs == 0 && !n.ExplicitZeros {
 		n.DeleteRetentionMs = DefaultDeleteRetentionMs
 	} else if n.DeleteRetentionMs < 0 {
 		n.DeleteRetentionMs = 0
