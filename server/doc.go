@@ -23,6 +23,20 @@
 // ApiVersions range (KIP-511), so clients retry lower. Produce with acks=0
 // gets no response.
 //
+// Resource bounds are Kafka's (conn_limits.go): at max.connections the
+// acceptor waits for a connection to close before it accepts the next (new
+// clients wait in the kernel's backlog); a connection over its address's
+// max.connections.per.ip (or its max.connections.per.ip.overrides entry) is
+// closed at once; queued.max.request.bytes bounds the memory of requests
+// read but not yet served: a connection reserves a request's size after
+// its size prefix and before its body, and waits while the pool is used up
+// (granted whenever anything is left, as Kafka's non-strict pool). A
+// connection idle for connections.max.idle.ms is closed (negative: never),
+// and so is one whose client stops reading a response: the write deadline
+// is connections.max.idle.ms renewed while bytes go out, so a stalled
+// consumer costs its own connection only, and one that resets its
+// connection mid-response ends it at once.
+//
 // Advertised APIs (versions.go), all fully implemented: ApiVersions 0-3,
 // Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7,
 // DeleteTopics 0-6, CreatePartitions 0-3, DeleteRecords 0-2,
@@ -99,8 +113,14 @@
 // record bytes is encoded into a buffer, the frame size is computed up front
 // from the file regions the log returned, and each region goes from the
 // segment file to the socket with sendfile(2) at an explicit offset, so no
-// record byte passes through user space. Long polls wait on Log.Changed, so
-// an append wakes them; nothing polls.
+// record byte passes through user space. The buffer pieces before each
+// region go with MSG_MORE, so they share TCP segments with the region's
+// bytes. A sendfile that fails with EINVAL or ENOSYS before its first byte
+// (a filesystem or kernel without it) is replaced by a buffered copy. The
+// record bytes of one response are capped by the smaller of the request's
+// max_bytes and the broker's fetch.max.bytes (default 55 MiB), the first
+// batch going whole however large (KIP-74). Long polls wait on
+// Log.Changed, so an append wakes them; nothing polls.
 //
 // # Data directory
 //
