@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,8 +25,9 @@ import (
 type conn struct {
 	s   *Server
 	nc  net.Conn
-	tcp *net.TCPConn // nil when the connection is not TCP (no sendfile)
-	ip  string       // the peer's address (max.connections.per.ip)
+	tcp *net.TCPConn    // nil when the connection is not TCP (no sendfile)
+	raw syscall.RawConn // tcp's descriptor, nil without one
+	ip  string          // the peer's address (max.connections.per.ip)
 	log *slog.Logger
 
 	// reserved is what the request being served holds of
@@ -61,7 +63,11 @@ const keepBuf = 1 << 20
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc}
-	c.tcp, _ = nc.(*net.TCPConn)
+	if c.tcp, _ = nc.(*net.TCPConn); c.tcp != nil {
+		if raw, err := c.tcp.SyscallConn(); err == nil {
+			c.raw = raw
+		}
+	}
 	c.log = s.log.With("conn", s.nextID.Add(1), "remote", nc.RemoteAddr().String())
 	return c
 }
@@ -400,14 +406,18 @@ func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
 	return nil
 }
 
+// armWrite sets the write deadline: connections.max.idle.ms from now.
+func (c *conn) armWrite() { _ = c.nc.SetWriteDeadline(c.idleDeadline()) }
+
 // writeAll writes b. A client that stops reading holds the connection until
 // no byte has moved for connections.max.idle.ms (Kafka expires a connection
-// idle that long, and a send the client does not take is idle): the write
-// deadline is renewed while bytes go out, so a slow reader is served and a
-// stalled one costs its own connection only.
+// idle that long, and a send the client does not take is idle): the
+// deadline is set at each call and renewed when it passes while bytes are
+// still going out, so a slow reader is served and a stalled one costs its
+// own connection only.
 func (c *conn) writeAll(b []byte) error {
 	for {
-		_ = c.nc.SetWriteDeadline(c.idleDeadline())
+		c.armWrite()
 		n, err := c.nc.Write(b)
 		b = b[n:]
 		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -192,30 +191,26 @@ func init() {
 // the kernel holds b to fill a segment with what comes next. Without a TCP
 // socket it is writeAll.
 func (c *conn) writeMore(b []byte) error {
-	if c.tcp == nil || len(b) == 0 {
+	if c.raw == nil || len(b) == 0 {
 		return c.writeAll(b)
 	}
-	sc, err := c.tcp.SyscallConn()
-	if err != nil {
-		return err
-	}
 	sendmsg := *sendmsgCall.Load()
-	return c.rawWrite(sc, func(fd int) (int, error) {
+	return c.rawWrite(func(fd int) (int, error) {
 		n, err := sendmsg(fd, b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
 		b = b[max(n, 0):]
 		return n, err
 	}, int64(len(b)))
 }
 
-// rawWrite runs op until it has written n bytes in all, waiting for the
-// socket on EAGAIN through the runtime poller under the connection's write
-// deadline, renewed while bytes go out (see writeAll).
-func (c *conn) rawWrite(sc syscall.RawConn, op func(fd int) (int, error), n int64) error {
+// rawWrite runs op on the connection's descriptor until it has written n
+// bytes in all, waiting for the socket on EAGAIN through the runtime poller
+// under the write deadline, set and renewed as writeAll does.
+func (c *conn) rawWrite(op func(fd int) (int, error), n int64) error {
 	for n > 0 {
-		_ = c.nc.SetWriteDeadline(c.idleDeadline())
+		c.armWrite()
 		var opErr error
 		moved := false
-		werr := sc.Write(func(fd uintptr) bool {
+		werr := c.raw.Write(func(fd uintptr) bool {
 			for n > 0 {
 				m, err := op(int(fd))
 				if m > 0 {
@@ -262,12 +257,8 @@ var errNoSendfile = errors.New("server: sendfile not supported here")
 // copied through a pooled buffer.
 func (c *conn) sendRegion(r *segment.Region) error {
 	f, ok := vfs.AsOSFile(r.File)
-	if !ok || c.tcp == nil {
+	if !ok || c.raw == nil {
 		return c.copyRegion(r)
-	}
-	sc, err := c.tcp.SyscallConn()
-	if err != nil {
-		return err
 	}
 	fc, err := f.SyscallConn()
 	if err != nil {
@@ -277,7 +268,7 @@ func (c *conn) sendRegion(r *segment.Region) error {
 	sendfile := *sendfileCall.Load()
 	var opErr error
 	ctlErr := fc.Control(func(ffd uintptr) {
-		opErr = c.rawWrite(sc, func(sfd int) (int, error) {
+		opErr = c.rawWrite(func(sfd int) (int, error) {
 			n, err := sendfile(sfd, int(ffd), &off, int(min(r.Pos+r.Len-off, 1<<30)))
 			if (err == unix.EINVAL || err == unix.ENOSYS) && off == r.Pos {
 				return 0, errNoSendfile
