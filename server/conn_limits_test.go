@@ -93,12 +93,10 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	answered(t, d, 4, "after one closed")
 
 	s2 := startServer(t, t.TempDir(), "max.connections.per.ip=1", "max.connections.per.ip.overrides=127.0.0.1:3")
-	var rs []*rawConn
-	for i := range 3 {
+	for i := range 3 { // each stays open until the test ends
 		r := dialRaw(t, s2)
 		apiVersions(r, int32(i))
 		answered(t, r, int32(i), "override allows 3")
-		rs = append(rs, r)
 	}
 	r := dialRaw(t, s2)
 	apiVersions(r, 9)
