@@ -54,6 +54,7 @@ func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) erro
 			return err
 		}
 		releaseFetch(topics)
+		fetchParks.Add(1)
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 		} else {

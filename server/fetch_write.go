@@ -289,6 +289,10 @@ func (c *conn) sendRegion(r *segment.Region) error {
 	return opErr
 }
 
+// fetchParks counts the times a Fetch parked to wait for data (tests wait
+// on it to know a long poll is parked).
+var fetchParks atomic.Int64
+
 // sendfileBytes counts record bytes sent with sendfile as they go,
 // sendfileFallbacks the regions copied because sendfile refused them (tests
 // read both).
