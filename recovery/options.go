@@ -28,6 +28,14 @@ type Options struct {
 	// BrokerEpoch goes into the clean-shutdown marker (KIP-966); -1 writes an
 	// empty marker as Kafka before 3.7 did. Only the marker's presence matters.
 	BrokerEpoch int64
+	// BackupDir is where OpenDataDir saves every byte loading cuts, before
+	// cutting it, in the layout of Backup. Default "": each partition's own
+	// recovery-backup/<UTC time of the start> directory (BackupDirName),
+	// created on the first cut.
+	BackupDir string
+	// NoBackup cuts without saving anything (strata recover, which saves
+	// what it plans to cut itself when asked to).
+	NoBackup bool
 	// Logger receives what recovery does (default slog.Default()).
 	Logger *slog.Logger
 }

@@ -27,6 +27,8 @@ var (
 	// in the list (deleted or truncated meanwhile), or asked to replace the
 	// active segment.
 	ErrSegmentsChanged = errors.New("segment: segments changed during cleaning")
+	// ErrSaveCut: Options.SaveCut failed, so loading cut nothing and stopped.
+	ErrSaveCut = errors.New("segment: could not save the bytes to cut")
 )
 
 // isCorruption reports whether err comes from bad bytes on disk (log or index)

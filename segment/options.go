@@ -10,7 +10,8 @@ import (
 )
 
 // Options configure a Log. Names follow Kafka's topic configs; zero values take
-// Kafka's defaults (see EnsureDefaults and ExplicitZeros). A nil *Options means all defaults.
+// Kafka's defaults (see EnsureDefaults and ExplicitZeros). A nil *Options
+// means all defaults.
 type Options struct {
 	// FS is the filesystem; default vfs.OS.
 	FS vfs.FS
@@ -78,6 +79,13 @@ type Options struct {
 	// LogStartOffset from the log-start-offset checkpoint (default: the first
 	// segment's base offset).
 	LogStartOffset int64
+	// SaveCut, when set, is called by Open before it cuts bytes from a
+	// segment file: the tail [pos, pos+n) of a .log (kind "tail"), or a whole
+	// file of a segment it removes (pos 0, n its size; kind "segment" for the
+	// .log, "index" for its .index, .timeindex and .txnindex). It returns
+	// where the bytes were saved, for the log line; an error stops Open with
+	// nothing cut. The recovery package sets it to keep a backup.
+	SaveCut func(file string, pos, n int64, kind string) (savedTo string, err error)
 
 	// Now returns the wall clock in milliseconds (default time.Now).
 	Now func() int64

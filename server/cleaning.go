@@ -33,8 +33,8 @@ func newCleaner(cfg *Config, ts *topicStore) (*cleaner.Manager, error) {
 
 // cleanerLogConfig is the cleaner's config of a topic's effective config c
 // (topicConfig): its cleanup.policy, min.cleanable.dirty.ratio,
-// min/max.compaction.lag.ms, delete.retention.ms and segment.bytes, zeros
-// meaning Kafka's 0.
+// min/max.compaction.lag.ms, delete.retention.ms and segment.bytes (a
+// cleaner.LogConfig takes zeros as Kafka's 0).
 func cleanerLogConfig(c *Config) *cleaner.LogConfig {
 	return &cleaner.LogConfig{
 		CleanupPolicy:          c.CleanupPolicy,
@@ -43,7 +43,6 @@ func cleanerLogConfig(c *Config) *cleaner.LogConfig {
 		MaxCompactionLagMs:     c.MaxCompactionLagMs,
 		DeleteRetentionMs:      c.DeleteRetentionMs,
 		SegmentBytes:           c.SegmentBytes,
-		ExplicitZeros:          true,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/recovery"
 )
 
 // fileState is every file under a root with its contents and mtime.
@@ -230,7 +231,7 @@ func checkBackup(t *testing.T, dir string, logs map[string][]byte, res map[strin
 	if err != nil {
 		t.Fatalf("no manifest: %v", err)
 	}
-	var m backupManifest
+	var m recovery.BackupManifest
 	if err := json.Unmarshal(mb, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestRecoverBackupRestore(t *testing.T) {
 	if _, stderr, code := run(t, "recover", p.dir, "--backup", backup); code != ExitOK {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
-	var m backupManifest
+	var m recovery.BackupManifest
 	mb, _ := os.ReadFile(filepath.Join(backup, "MANIFEST.json"))
 	if err := json.Unmarshal(mb, &m); err != nil || len(m.Files) < 2 {
 		t.Fatalf("manifest: %v %s", err, mb)
