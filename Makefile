@@ -4,8 +4,12 @@ GO        ?= go
 FUZZTIME  ?= 30s
 BENCHDIR  ?= $(shell mktemp -u /tmp/strata-bench.XXXXXX)
 PKGS       = ./...
+# staticcheck, pinned to 2026.2.2 (module version v0.8.2), a release that
+# loads Go 1.26 code; `go run` fetches and builds it through the module proxy
+# on a fresh machine (and caches it after).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
+.PHONY: build test vet staticcheck fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
 
 build:
 	$(GO) build -o strata .
@@ -17,7 +21,7 @@ run: build
 deps:
 	@bash scripts/deps.sh
 
-test: deps fmt-check vet unit crash fuzz-short
+test: deps fmt-check vet staticcheck unit crash fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -26,8 +30,13 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+staticcheck:
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+# unit runs the tests in a random order (-shuffle=on prints the seed; rerun
+# a failure with -shuffle=SEED) under the race detector.
 unit:
-	$(GO) test -race -count=1 -timeout 20m -skip '^TestCrashConsistency$$' $(PKGS)
+	$(GO) test -race -count=1 -shuffle=on -timeout 20m -skip '^TestCrashConsistency$$' $(PKGS)
 
 # crash runs the crash-consistency harness verbosely so its count of explored
 # crash states shows in the output.

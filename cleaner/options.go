@@ -24,7 +24,7 @@ const (
 )
 
 // Config configures a Manager with Kafka's broker settings. Zero values take
-// the defaults; a nil *Config is all defaults.
+// the defaults (see ExplicitZeros); a nil *Config is all defaults.
 type Config struct {
 	// Threads is log.cleaner.threads.
 	Threads int
@@ -47,6 +47,10 @@ type Config struct {
 	// DisableCleaner turns compaction off (log.cleaner.enable=false); the
 	// retention checker still runs.
 	DisableCleaner bool
+	// ExplicitZeros makes a zero BackoffMs mean Kafka's 0 (no sleep between
+	// passes when nothing is cleanable) instead of the default. Callers
+	// that fill in Kafka's defaults themselves (the broker) set it.
+	ExplicitZeros bool
 	// FS reads and writes cleaner-offset-checkpoint files (default vfs.OS; the
 	// logs use their own).
 	FS vfs.FS
@@ -70,7 +74,7 @@ func (c *Config) ensureDefaults() (Config, error) {
 	if n.LoadFactor == 0 {
 		n.LoadFactor = DefaultLoadFactor
 	}
-	if n.BackoffMs == 0 {
+	if n.BackoffMs == 0 && !n.ExplicitZeros {
 		n.BackoffMs = DefaultBackoffMs
 	}
 	if n.ProducerIDExpirationMs == 0 {

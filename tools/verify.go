@@ -307,7 +307,6 @@ func checkpointLinePos(b []byte, tp checkpoint.TopicPartition) int64 {
 type segFiles struct {
 	base         int64
 	log, ix, tix bool
-	others       []string
 }
 
 // partition verifies one partition directory.
