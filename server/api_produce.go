@@ -139,6 +139,12 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	if b.IsTransactional() {
 		return kerr.InvalidRecord.Code, "transactional batches are not supported"
 	}
+	// The header-only checks run whatever strata.produce.validation says:
+	// a count that disagrees with lastOffsetDelta would let one small batch
+	// claim up to 2^31 offsets.
+	if err := b.CheckProduceHeader(0); err != nil {
+		return kerr.InvalidRecord.Code, err.Error()
+	}
 	if !deep && b.Codec() != record.CodecNone && !compacted {
 		return 0, ""
 	}

@@ -57,8 +57,11 @@
 // neither covered by the CRC. On topics with
 // message.timestamp.type=LogAppendTime the batch is stamped with the append
 // time (CRC recomputed); on compacted topics (cleanup.policy=compact) every
-// record must have a key. strata.produce.validation=header trusts compressed
-// batches after the header and CRC checks (except on compacted topics).
+// record must have a key. strata.produce.validation=header trusts the
+// records of compressed batches (except on compacted topics) but not their
+// header: the CRC and the header-only produce checks (at least one record,
+// lastOffsetDelta+1 == count, no control batch, a base sequence with a
+// producer id) apply in both modes.
 // When the topic's compression.type (default: the broker's, "producer") is
 // a codec other than the batch's, the batch is recompressed to it before the
 // append, at the topic's compression.gzip.level, compression.lz4.level or
