@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"weak"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -37,8 +38,8 @@ const (
 	// zstdBlockMemory covers the decoder's block buffers and tables.
 	zstdBlockMemory = 2*zstdMaxBlock + 64<<10
 	zstdMaxBlock    = 128 << 10
-	// zstdPoolWindow: decoders that ran a larger window are not pooled,
-	// so a stream with a huge window does not keep its memory after it ends.
+	// zstdPoolWindow: decoders that ran a larger window are pooled apart
+	// (zstdWideStreams).
 	zstdPoolWindow = 8 << 20
 	// maxSnappyRatio bounds a snappy block's decoded length by its encoded
 	// length: the densest element, a 3-byte copy of 64 bytes, expands 21.3x.
@@ -209,7 +210,54 @@ type zstdStream struct {
 	win int
 }
 
-var zstdStreams sync.Pool
+// zstdStreams pools decoders whose window is at most zstdPoolWindow;
+// zstdWideStreams keeps the others, so one wide window's memory serves the
+// next wide stream instead of each allocating its own (wide streams take
+// turns in a caller's memory budget), and the garbage collector frees it
+// once they stop coming.
+var (
+	zstdStreams     sync.Pool
+	zstdWideStreams weakStack[zstdStream]
+)
+
+// snappyKeep is the largest snappy chunk buffer a decoder keeps; larger
+// ones (raw blocks) go to snappyWideBufs.
+const snappyKeep = 256 << 10
+
+var snappyWideBufs weakStack[[]byte]
+
+// weakStack keeps a few large values for reuse without keeping them alive:
+// it holds weak pointers, so the garbage collector frees what a burst of
+// large streams needed once they stop, while a steady flow of them reuses
+// the same memory whichever thread it runs on (a sync.Pool is per P, and a
+// miss there allocates another window).
+type weakStack[T any] struct {
+	mu sync.Mutex
+	s  []weak.Pointer[T]
+}
+
+// get returns a kept value, or nil.
+func (w *weakStack[T]) get() *T {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.s) > 0 {
+		p := w.s[len(w.s)-1].Value()
+		w.s = w.s[:len(w.s)-1]
+		if p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// put keeps v (at most 8 values; more are left to the collector).
+func (w *weakStack[T]) put(v *T) {
+	w.mu.Lock()
+	if len(w.s) < 8 {
+		w.s = append(w.s, weak.Make(v))
+	}
+	w.mu.Unlock()
+}
 
 // open starts reading src, compressed with c. Errors are the codec's (bad
 // headers); the caller wraps them.
@@ -255,7 +303,12 @@ func (d *streamDecoder) open(c Codec, src []byte) error {
 		d.r = r.zr
 	case CodecZstd:
 		w := zstdStreamWindow(src)
-		zs, _ := zstdStreams.Get().(*zstdStream)
+		var zs *zstdStream
+		if w > zstdPoolWindow {
+			zs = zstdWideStreams.get()
+		} else {
+			zs, _ = zstdStreams.Get().(*zstdStream)
+		}
 		if zs == nil {
 			dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 				zstd.WithDecoderMaxWindow(uint64(w)))
@@ -298,13 +351,18 @@ func (d *streamDecoder) close() {
 		if d.zd.win <= zstdPoolWindow {
 			zstdStreams.Put(d.zd)
 		} else {
-			d.zd.d.Close()
+			zstdWideStreams.put(d.zd)
 		}
 		d.zd = nil
 	}
 	d.sn.reset(nil)
-	if cap(d.sn.buf) > 256<<10 {
-		d.sn.buf = nil // a large raw block's buffer is not kept
+	if cap(d.sn.buf) > snappyKeep {
+		// A large raw block's buffer goes back to a shared pool, not with
+		// this decoder: reused while such blocks keep coming, freed by the
+		// garbage collector when they stop.
+		b := d.sn.buf[:0]
+		snappyWideBufs.put(&b)
+		d.sn.buf = nil
 	}
 	d.src.Reset(nil)
 	d.in = onlyReader{}
@@ -380,6 +438,11 @@ func (s *snappyStream) next() error {
 	}
 	if int64(n) > int64(len(block))*maxSnappyRatio+64 {
 		return errSnappyTooLarge
+	}
+	if n > cap(s.buf) && n > snappyKeep {
+		if bp := snappyWideBufs.get(); bp != nil && cap(*bp) >= n {
+			s.buf = *bp
+		}
 	}
 	s.buf = grow(s.buf[:0], n)[:n]
 	if _, err := snappy.Decode(s.buf, block); err != nil {

@@ -98,34 +98,26 @@ func (v *StreamValidator) Validate(b Batch, pos int64, o StreamOptions) error {
 		if !v.recordLength() {
 			return v.err
 		}
-		v.left-- // attributes: unused
-		v.r++
-		v.varlong("timestamp delta")
-		d := int64(v.varint("offset delta"))
-		kl := v.length("key", true)
-		if v.err == nil && control && kl < ControlKeySize {
+		var d int64
+		var kl int
+		if v.w-v.r >= v.left { // the whole record is in the window
+			off, klen, detail := scanRecord(v.win[v.r : v.r+v.left])
+			if detail != "" {
+				v.bad(detail)
+				return v.err
+			}
+			v.r += v.left
+			v.left = 0
+			d, kl = int64(off), klen
+		} else if d, kl = v.slowRecord(); v.err != nil {
+			return v.err
+		}
+		if control && kl < ControlKeySize {
 			_, _, err := ParseControlKey(key[:max(kl, 0)])
 			return Corrupt(ErrBadRecord, pos, v.base, "%v", err)
 		}
-		if v.err == nil && o.RequireKeys && kl < 0 {
+		if o.RequireKeys && kl < 0 {
 			return Corrupt(ErrNullKey, pos, v.base, "record %d of %d has a null key", v.i, v.count)
-		}
-		v.skip(kl)
-		v.skip(v.length("value", true))
-		hc := v.varint("headers count")
-		if v.err == nil && (hc < 0 || int(hc) > v.left) {
-			v.bad(fmt.Sprintf("headers count %d with %d bytes left in the record", hc, v.left))
-		}
-		for j := int32(0); j < hc && v.err == nil; j++ {
-			v.skip(v.length("header key", false))
-			v.skip(v.length("header value", true))
-		}
-		if v.err != nil {
-			return v.err
-		}
-		if v.left != 0 {
-			v.bad(fmt.Sprintf("record length %d leaves %d bytes unread", v.rlen, v.left))
-			return v.err
 		}
 		if d <= prev || d > last {
 			return Corrupt(ErrBadRecord, pos, v.base, "record %d has offset delta %d after %d (last offset delta %d)", v.i, d, prev, last)
@@ -139,6 +131,65 @@ func (v *StreamValidator) Validate(b Batch, pos int64, o StreamOptions) error {
 		return Corrupt(ErrBadCount, pos, v.base, "bytes left after the %d declared records", v.count)
 	}
 	return v.err
+}
+
+// slowRecord checks the current record field by field as it streams
+// through the window (a record longer than the window, or one the window
+// does not hold yet at the end of the stream). It returns the offset delta
+// and the key length (-1 null).
+func (v *StreamValidator) slowRecord() (int64, int) {
+	v.left-- // attributes: unused
+	v.r++
+	v.varlong("timestamp delta")
+	d := int64(v.varint("offset delta", ""))
+	kl := v.length("key", true)
+	v.skip(kl)
+	v.skip(v.length("value", true))
+	hc := v.varint("headers count", "")
+	if v.err == nil && (hc < 0 || int(hc) > v.left) {
+		v.bad(fmt.Sprintf("headers count %d with %d bytes left in the record", hc, v.left))
+	}
+	for j := int32(0); j < hc && v.err == nil; j++ {
+		v.skip(v.length("header key", false))
+		v.skip(v.length("header value", true))
+	}
+	if v.err == nil && v.left != 0 {
+		v.bad(fmt.Sprintf("record length %d leaves %d bytes unread", v.rlen, v.left))
+	}
+	return d, kl
+}
+
+// scanRecord checks one whole record body (the bytes after its length) as
+// decodeRecord does, keeping nothing: it returns the offset delta, the key
+// length (-1 null) and, on failure, a description.
+func scanRecord(body []byte) (int32, int, string) {
+	f := fieldReader{b: body}
+	if len(f.b) < 1 {
+		return 0, 0, "record too short for its attributes"
+	}
+	f.b = f.b[1:] // attributes: unused
+	f.varlong("timestamp delta")
+	off := f.varint("offset delta")
+	key := f.bytes("key", true)
+	f.bytes("value", true)
+	hc := f.varint("headers count")
+	if f.err == "" && (hc < 0 || int(hc) > len(f.b)) {
+		f.err = fmt.Sprintf("headers count %d with %d bytes left in the record", hc, len(f.b))
+	}
+	for i := int32(0); i < hc && f.err == ""; i++ {
+		f.bytes("header key", false)
+		f.bytes("header value", true)
+	}
+	if f.err != "" {
+		return 0, 0, f.err
+	}
+	if len(f.b) != 0 {
+		return 0, 0, fmt.Sprintf("record length %d leaves %d bytes unread", len(body), len(f.b))
+	}
+	if key == nil {
+		return off, -1, ""
+	}
+	return off, len(key), ""
 }
 
 // Decompressed is how many decompressed bytes the last Validate read.
@@ -233,15 +284,16 @@ func (v *StreamValidator) recordLength() bool {
 		v.bad("record too short for its attributes")
 		return false
 	}
-	if len(v.fill(1)) == 0 {
+	if len(v.fill(min(v.left, streamWindow))) == 0 {
 		v.ended()
 		return false
 	}
 	return true
 }
 
-// varint reads an int32 varint field of the current record.
-func (v *StreamValidator) varint(what string) int32 {
+// varint reads an int32 varint field (named what+suffix in errors) of the
+// current record.
+func (v *StreamValidator) varint(what, suffix string) int32 {
 	if v.err != nil {
 		return 0
 	}
@@ -251,13 +303,13 @@ func (v *StreamValidator) varint(what string) int32 {
 	switch n {
 	case varintShort:
 		if lim == v.left {
-			v.bad(what + ": varint runs past the record")
+			v.bad(what + suffix + ": varint runs past the record")
 		} else {
 			v.ended()
 		}
 		return 0
 	case varintOverlong:
-		v.bad(what + ": varint longer than 5 bytes or overflowing 32 bits")
+		v.bad(what + suffix + ": varint longer than 5 bytes or overflowing 32 bits")
 		return 0
 	}
 	v.r += n
@@ -293,7 +345,7 @@ func (v *StreamValidator) varlong(what string) int64 {
 // length reads a length-prefixed field's length: -1 for null when
 // nullable; it must fit the record. The field's bytes follow (skip).
 func (v *StreamValidator) length(what string, nullable bool) int {
-	l := v.varint(what + " length")
+	l := v.varint(what, " length")
 	if v.err != nil {
 		return 0
 	}

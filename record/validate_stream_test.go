@@ -90,7 +90,11 @@ func TestStreamValidatorAgrees(t *testing.T) {
 			check(batchAround(t, c, raw, count-1, count-2), "count-1")
 			check(batchAround(t, c, raw, count, count), "last+1")
 			check(batchAround(t, c, append(append([]byte(nil), raw...), 0), count, count-1), "a trailing byte")
-			for range 150 {
+			mutations, streamMutations := 150, 60
+			if raceEnabled { // the same checks, fewer of them: ~10x slower
+				mutations, streamMutations = 30, 12
+			}
+			for range mutations {
 				m := append([]byte(nil), raw...)
 				switch k := rng.IntN(4); {
 				case k == 0 && len(m) > 0:
@@ -110,7 +114,7 @@ func TestStreamValidatorAgrees(t *testing.T) {
 				continue
 			}
 			comp := batchAround(t, c, raw, count, count-1)
-			for range 60 {
+			for range streamMutations {
 				b := append(Batch(nil), comp...)
 				rec := b[BatchHeaderSize:]
 				rec[rng.IntN(len(rec))] ^= byte(1 << rng.IntN(8))
@@ -153,20 +157,24 @@ func allocated(f func()) uint64 {
 }
 
 // TestStreamValidatorBombs: a gzip stream of 64 MiB of zeros is refused at
-// its first record; one record whose value is 48 MiB of zeros is accepted,
-// and refused once MaxDecompressed is below it; none of them allocates more
+// its first record; one record whose value is 48 MiB of zeros (12 under the
+// race detector) is accepted, and refused once MaxDecompressed is below it; none of them allocates more
 // than a small fraction of what it expands to (the whole-batch decoder
 // allocates all of it).
 func TestStreamValidatorBombs(t *testing.T) {
 	hdr := mustBatch(t, DefaultBatchOptions(), []Record{{Timestamp: 1, Value: []byte("x")}})
 	zeros := streamBatch(hdr, CodecGzip, gzipMembers(t, 64), 1, 0)
 	const mib = 1 << 20
-	pre, err := Compress(CodecGzip, nil, bigRecordPrefix(48*mib))
+	size, capped := 48, int64(32) // MiB
+	if raceEnabled {
+		size, capped = 12, 8 // the same checks on less data: ~10x slower
+	}
+	pre, err := Compress(CodecGzip, nil, bigRecordPrefix(size*mib))
 	if err != nil {
 		t.Fatal(err)
 	}
 	end, _ := Compress(CodecGzip, nil, []byte{0})
-	big := streamBatch(hdr, CodecGzip, append(append(pre, gzipMembers(t, 48)...), end...), 1, 0)
+	big := streamBatch(hdr, CodecGzip, append(append(pre, gzipMembers(t, size)...), end...), 1, 0)
 
 	var sv StreamValidator
 	sv.Validate(zeros, 0, StreamOptions{}) // pools warm
@@ -175,26 +183,26 @@ func TestStreamValidatorBombs(t *testing.T) {
 	a1 := allocated(func() { err1 = sv.Validate(zeros, 0, StreamOptions{Produce: true}) })
 	a2 := allocated(func() { err2 = sv.Validate(big, 0, StreamOptions{Produce: true}); n2 = sv.Decompressed() })
 	a3 := allocated(func() {
-		err3 = sv.Validate(big, 0, StreamOptions{Produce: true, MaxDecompressed: 32 * mib})
+		err3 = sv.Validate(big, 0, StreamOptions{Produce: true, MaxDecompressed: capped * mib})
 		n3 = sv.Decompressed()
 	})
 	if !errors.Is(err1, ErrBadRecord) {
 		t.Errorf("zeros: %v, want a bad record", err1)
 	}
-	if err2 != nil || n2 < 48*mib {
-		t.Errorf("48 MiB record: %v after %d bytes", err2, n2)
+	if err2 != nil || n2 < int64(size)*mib {
+		t.Errorf("%d MiB record: %v after %d bytes", size, err2, n2)
 	}
-	if !errors.Is(err3, ErrCompression) || n3 > 33*mib {
-		t.Errorf("48 MiB record over a 32 MiB cap: %v after %d bytes", err3, n3)
+	if !errors.Is(err3, ErrCompression) || n3 > (capped+1)*mib {
+		t.Errorf("%d MiB record over a %d MiB cap: %v after %d bytes", size, capped, err3, n3)
 	}
 	for i, a := range []uint64{a1, a2, a3} {
 		if a > 2*mib {
 			t.Errorf("bomb %d: %d bytes allocated, want under 2 MiB", i+1, a)
 		}
 	}
-	t.Logf("allocated: zeros %d B, 48 MiB record %d B, capped %d B", a1, a2, a3)
+	t.Logf("allocated: zeros %d B, %d MiB record %d B, capped %d B", a1, size, a2, a3)
 	var rr RecordReader
-	if a := allocated(func() { _ = big.ValidateRecordsWith(0, &rr, true) }); a < 48*mib {
+	if a := allocated(func() { _ = big.ValidateRecordsWith(0, &rr, true) }); a < uint64(size)*mib {
 		t.Errorf("the whole-batch decoder allocated only %d bytes: the comparison is void", a)
 	}
 }
