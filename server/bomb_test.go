@@ -2,8 +2,8 @@ package server
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -374,5 +374,3 @@ func mustCompressZstdFrame(t testing.TB, n int) []byte {
 	defer e.Close()
 	return e.EncodeAll(make([]byte, n), nil)
 }
-
-
