@@ -110,6 +110,7 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	// below), or print.
 	other := map[string]string{
 		"groups":       "Kafka protocol only",
+		"topics":       "Kafka protocol (or ZooKeeper) only",
 		"bench broker": "its own temporary data directory",
 		"broker":       "takes the lock itself (a second broker is tried below)",
 		"version":      "prints",
