@@ -189,14 +189,13 @@ func zstdStreamWindow(src []byte) int {
 // streamDecoder reads the decompressed bytes of one records section,
 // through pooled codec readers. Open, Read to io.EOF, Close.
 type streamDecoder struct {
-	src  bytes.Reader
-	in   onlyReader // hides src's extra methods from the codec readers
-	r    io.Reader
-	gz   *gzipReader
-	lz   *lz4Reader
-	zd   *zstdStream
-	sn   snappyStream
-	zwin int
+	src bytes.Reader
+	in  onlyReader // hides src's extra methods from the codec readers
+	r   io.Reader
+	gz  *gzipReader
+	lz  *lz4Reader
+	zd  *zstdStream
+	sn  snappyStream
 }
 
 // onlyReader is an io.Reader and nothing else: zstd would decode a

@@ -315,7 +315,6 @@ func checkpointLinePos(b []byte, tp checkpoint.TopicPartition) int64 {
 type segFiles struct {
 	base         int64
 	log, ix, tix bool
-	others       []string
 }
 
 // inUse reports whether dataDir is locked by a running broker, printing
