@@ -13,3 +13,31 @@ var (
 	ErrRolledBack     = errors.New("cluster: multi op rolled back")
 	ErrClosed         = errors.New("cluster: zookeeper client closed")
 )
+
+// Placement and controller refusals; ErrorCode maps them to Kafka's codes.
+var (
+	ErrInvalidPartitions        = errors.New("cluster: invalid number of partitions")
+	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment")
+	ErrNotController            = errors.New("cluster: this broker is not the controller")
+	ErrMalformedZnode           = errors.New("cluster: malformed znode data")
+)
+
+// ErrorCode is the Kafka error code for err: INVALID_PARTITIONS,
+// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, NOT_CONTROLLER, or
+// UNKNOWN_SERVER_ERROR (-1) for anything else; 0 for nil.
+func ErrorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrInvalidPartitions):
+		return 37
+	case errors.Is(err, ErrInvalidReplicationFactor):
+		return 38
+	case errors.Is(err, ErrInvalidReplicaAssignment):
+		return 39
+	case errors.Is(err, ErrNotController):
+		return 41
+	}
+	return -1
+}

@@ -175,3 +175,18 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatal(err, rep.Summary())
 	}
 }
+
+// TestDeleted: records deleted on purpose are not lost.
+func TestDeleted(t *testing.T) {
+	h, rs := clean()
+	for i := range rs {
+		rs[i].Records = rs[i].Records[2:] // offsets 0 and 1 deleted
+	}
+	if err := h.Check(rs).Err(); err == nil {
+		t.Fatal("records gone without a deletion are not reported")
+	}
+	h.Deleted(0, 2)
+	if err := h.Check(rs).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
