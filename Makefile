@@ -4,11 +4,25 @@ GO        ?= go
 FUZZTIME  ?= 30s
 BENCHDIR  ?= $(shell mktemp -u /tmp/strata-bench.XXXXXX)
 PKGS       = ./...
+# staticcheck, pinned to 2026.2.2 (module version v0.8.2), a release that
+# loads Go 1.26 code; `go run` fetches and builds it through the module proxy
+# on a fresh machine (and caches it after).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
+# The version and commit "strata --version" prints when the binary carries no
+# VCS stamp of the go command (GOFLAGS=-buildvcs=false, a git worktree).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   ?= -X github.com/stratalog/strata/tools.version=$(VERSION) -X github.com/stratalog/strata/tools.commit=$(COMMIT)
+
+.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
 
 build:
-	$(GO) build -o strata .
+	$(GO) build -ldflags '$(LDFLAGS)' -o strata .
+
+# ldflags prints the link flags of build (tools/version_test.go builds with them).
+ldflags:
+	@echo '$(LDFLAGS)'
 
 # run: the main job: a single-node broker on 127.0.0.1:9092 with data in ./data.
 run: build
@@ -17,7 +31,7 @@ run: build
 deps:
 	@bash scripts/deps.sh
 
-test: deps fmt-check vet unit crash fuzz-short
+test: deps fmt-check vet staticcheck unit crash fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -26,8 +40,13 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+staticcheck:
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+# unit runs the tests in a random order (-shuffle=on prints the seed; rerun
+# a failure with -shuffle=SEED) under the race detector.
 unit:
-	$(GO) test -race -count=1 -timeout 20m -skip '^TestCrashConsistency$$' $(PKGS)
+	$(GO) test -race -count=1 -shuffle=on -timeout 20m -skip '^TestCrashConsistency$$' $(PKGS)
 
 # crash runs the crash-consistency harness verbosely so its count of explored
 # crash states shows in the output.

@@ -17,8 +17,9 @@ type passOptions struct {
 	minCompactionLagMs int64
 	segmentBytes       int64
 	indexBytes         int64
-	offline            bool // the last (active) segment is cleanable too
-	dryRun             bool // decide everything, write nothing
+	offline            bool  // the last (active) segment is cleanable too
+	dryRun             bool  // decide everything, write nothing
+	producerExpiryMs   int64 // producer.id.expiration.ms
 	throttle           *Throttler
 	logger             *slog.Logger
 	readSize           int
@@ -43,7 +44,7 @@ type PassStats struct {
 	BatchesCopied       int // copied byte for byte
 	BatchesRebuilt      int // re-encoded with fewer records or a delete horizon
 	BatchesDropped      int // every record removed
-	BatchesKeptEmpty    int // every record removed but kept (the group's or pass's last offset)
+	BatchesKeptEmpty    int // every record removed but kept empty (see appendEmptyBatch)
 	LegacyEntriesCopied int // v0/v1 entries, copied unchanged
 }
 
@@ -113,6 +114,10 @@ type pass struct {
 	out  []byte
 	rr   record.RecordReader
 	sc   record.FileScanner
+	// segKept counts the batches written from the segment being recopied.
+	segKept int
+	// producers is producerLasts' result, built on first use.
+	producers map[int64]producerLast
 }
 
 // clean runs a pass: map the dirty section, recopy from the log start up to
@@ -331,12 +336,14 @@ func (p *pass) recopy(s *segment.Segment, c *segment.Cleaned, end, groupEnd int6
 	size := s.Size()
 	p.st.BytesIn += size
 	p.o.throttle.Observe(size)
+	p.segKept = 0
 	p.sc.Reset(s.LogFile(), 0, size, record.ScanOptions{VerifyCRC: true, ReadSize: p.o.readSize, MaxEntrySize: math.MaxInt32})
 	for p.sc.Next() {
 		h := p.sc.Header()
 		entry := p.sc.Entry()
 		if h.Magic != 2 {
 			p.st.LegacyEntriesCopied++
+			p.segKept++
 			p.out = append(p.out, entry...)
 		} else if err := p.filterBatch(record.Batch(entry), end, groupEnd); err != nil {
 			return fmt.Errorf("cleaner: %s at byte %d: %w", s.Path(segment.LogSuffix), p.sc.Pos(), err)
@@ -356,8 +363,8 @@ func (p *pass) recopy(s *segment.Segment, c *segment.Cleaned, end, groupEnd int6
 // filterBatch applies Kafka's retention rule to one v2 batch and appends what
 // stays to the output: the batch itself when untouched, a rebuilt batch (same
 // base and last offset, producer fields, leader epoch, codec) when records go
-// or a delete horizon is set, an empty batch when nothing stays but the batch
-// holds the group's or pass's last offset, nothing otherwise.
+// or a delete horizon is set, the bare header of an empty batch when nothing
+// stays but the batch must be kept (retainEmpty), nothing otherwise.
 func (p *pass) filterBatch(b record.Batch, end, groupEnd int64) error {
 	if b.IsTransactional() || b.IsControl() {
 		return fmt.Errorf("%w: batch at offset %d", ErrTransactional, b.BaseOffset())
@@ -399,13 +406,23 @@ func (p *pass) filterBatch(b record.Batch, end, groupEnd int64) error {
 	p.st.RecordsOut += int64(kept)
 	if kept == len(p.recs) && !needHorizon {
 		p.st.BatchesCopied++
+		p.segKept++
 		p.out = append(p.out, b...)
 		return nil
 	}
-	last := b.LastOffset()
-	if kept == 0 && last != end-1 && last != groupEnd-1 {
-		p.st.BatchesDropped++
-		return nil
+	if kept == 0 {
+		retain, err := p.retainEmpty(b, groupEnd)
+		if err != nil {
+			return err
+		}
+		if !retain {
+			p.st.BatchesDropped++
+			return nil
+		}
+		p.st.BatchesKeptEmpty++
+		p.segKept++
+		p.out, err = appendEmptyBatch(p.out, b)
+		return err
 	}
 	j := 0
 	for i := range p.recs {
@@ -418,11 +435,8 @@ func (p *pass) filterBatch(b record.Batch, end, groupEnd int64) error {
 	if needHorizon {
 		opts.DeleteHorizon = p.o.now + p.o.deleteRetentionMs
 	}
-	if kept == 0 {
-		p.st.BatchesKeptEmpty++
-	} else {
-		p.st.BatchesRebuilt++
-	}
+	p.st.BatchesRebuilt++
+	p.segKept++
 	p.out, err = record.AppendBatch(p.out, opts, p.recs[:j])
 	return err
 }

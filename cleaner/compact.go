@@ -15,7 +15,9 @@ import (
 	"github.com/stratalog/strata/segment"
 )
 
-// CompactOptions configure CompactDir. Zero values take the defaults noted.
+// CompactOptions configure CompactDir. Zero values take the defaults noted,
+// except DeleteRetentionMs, where 0 means 0 (start from DefaultCompactOptions
+// for Kafka's 24 h). A nil *CompactOptions is DefaultCompactOptions().
 type CompactOptions struct {
 	// FS is the filesystem (default vfs.OS).
 	FS vfs.FS
@@ -29,10 +31,16 @@ type CompactOptions struct {
 	// into one (defaults: Kafka's 1 GiB and 10 MiB).
 	SegmentBytes      int64
 	SegmentIndexBytes int
-	// DeleteRetentionMs is delete.retention.ms (default 24 h; negative: 0).
+	// DeleteRetentionMs is delete.retention.ms: a pass stamps each batch
+	// holding tombstones with the delete horizon now + DeleteRetentionMs, and
+	// a later pass at or past it removes them. 0 means 0 (the next pass
+	// removes them); negative values mean 0.
 	DeleteRetentionMs int64
 	// MinCompactionLagMs is min.compaction.lag.ms (default 0).
 	MinCompactionLagMs int64
+	// ProducerIDExpirationMs is producer.id.expiration.ms (default 1 day):
+	// a producer's last batch within it of now is kept, empty if need be.
+	ProducerIDExpirationMs int64
 	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second (default
 	// unlimited).
 	IOMaxBytesPerSecond float64
@@ -44,8 +52,14 @@ type CompactOptions struct {
 	Logger *slog.Logger
 }
 
+// DefaultCompactOptions is CompactOptions with Kafka's delete.retention.ms
+// (24 h); every other field is zero, which takes its default.
+func DefaultCompactOptions() CompactOptions {
+	return CompactOptions{DeleteRetentionMs: DefaultDeleteRetentionMs}
+}
+
 func (o *CompactOptions) ensureDefaults() CompactOptions {
-	var n CompactOptions
+	n := DefaultCompactOptions()
 	if o != nil {
 		n = *o
 	}
@@ -64,10 +78,9 @@ func (o *CompactOptions) ensureDefaults() CompactOptions {
 	if n.SegmentIndexBytes == 0 {
 		n.SegmentIndexBytes = segment.DefaultSegmentIndexBytes
 	}
-	if n.DeleteRetentionMs == 0 {
-		n.DeleteRetentionMs = DefaultDeleteRetentionMs
-	} else if n.DeleteRetentionMs < 0 {
-		n.DeleteRetentionMs = 0
+	n.DeleteRetentionMs = max(n.DeleteRetentionMs, 0)
+	if n.ProducerIDExpirationMs <= 0 {
+		n.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
 	}
 	if n.Now == nil {
 		n.Now = func() int64 { return time.Now().UnixMilli() }
@@ -195,6 +208,7 @@ func CompactDir(dir string, opts *CompactOptions) (rep Report, err error) {
 		now:                o.Now(),
 		deleteRetentionMs:  o.DeleteRetentionMs,
 		minCompactionLagMs: o.MinCompactionLagMs,
+		producerExpiryMs:   o.ProducerIDExpirationMs,
 		segmentBytes:       o.SegmentBytes,
 		indexBytes:         int64(o.SegmentIndexBytes),
 		offline:            true,

@@ -34,14 +34,24 @@
 //     byte for byte. Otherwise it is re-encoded with the same codec and header
 //     fields: base offset and lastOffsetDelta, producer id/epoch/base sequence,
 //     partition leader epoch, timestamp type (record.Batch.Options). A batch
-//     that loses every record is dropped, except the one holding the pass's or
-//     the group's last offset, kept empty (Kafka's RETAIN_EMPTY) so that the log
-//     end offset and each group's end offset never move back — the latter also
-//     keeps the swap's offset range exact for the loader's roll-forward.
+//     that loses every record is dropped, except where Kafka's cleaner keeps it
+//     empty (RETAIN_EMPTY): the last batch of an active producer (its epoch
+//     and last sequence; active = its last batch is within
+//     producer.id.expiration.ms of now, strata keeping no producer state) and
+//     the last batch of the round (next offset = first uncleanable offset, so
+//     the log end never moves back); and, strata's own, the last batch of a
+//     group whose last segment keeps nothing else, so the cleaned segment's
+//     offsets reach into that segment and the loader's swap roll-forward
+//     removes every segment it replaced. A kept empty batch is Kafka's bare
+//     61-byte header (writeEmptyHeader): uncompressed whatever its codec, no
+//     records, first timestamp -1, its max timestamp, no delete horizon.
 //  6. Tombstones (KIP-534): the first pass that keeps a tombstone in a batch
 //     without a delete horizon rewrites the batch with attribute bit 6 set and
 //     base timestamp = now + delete.retention.ms (record timestamp deltas taken
 //     from it); later passes drop the batch's tombstones once now ≥ horizon.
+//     delete.retention.ms=0 means 0 (the next pass drops them), as every
+//     LogConfig value does: Kafka's defaults come from DefaultLogConfig and
+//     DefaultCompactOptions, never from a zero.
 //  7. Each group's output is written as <base>.log/.index/.timeindex.cleaned,
 //     fsynced, and swapped in with segment.Log.ReplaceSegments (.cleaned →
 //     .swap in descending order, one copy-on-write list store, old files →

@@ -303,6 +303,7 @@ func (m *Manager) CleanOnce() (PassStats, bool) {
 		now:                now,
 		deleteRetentionMs:  e.cfg.DeleteRetentionMs,
 		minCompactionLagMs: e.cfg.MinCompactionLagMs,
+		producerExpiryMs:   m.cfg.ProducerIDExpirationMs,
 		segmentBytes:       segBytes,
 		indexBytes:         idxBytes,
 		throttle:           m.throttle,

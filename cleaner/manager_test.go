@@ -276,8 +276,14 @@ func TestDirtyRatioSelection(t *testing.T) {
 	}
 	a, b := mk("/d/a-0", 60, 20, 1000), mk("/d/b-0", 30, 2, now-10)
 	tpA, tpB := checkpoint.TopicPartition{Topic: "a"}, checkpoint.TopicPartition{Topic: "b"}
-	m.Register(tpA, a, &LogConfig{CleanupPolicy: "compact"})
-	m.Register(tpB, b, &LogConfig{CleanupPolicy: "compact", MinCompactionLagMs: 1000})
+	compact := func(set func(*LogConfig)) *LogConfig {
+		c := DefaultLogConfig() // min.cleanable.dirty.ratio 0.5
+		c.CleanupPolicy = "compact"
+		set(&c)
+		return &c
+	}
+	m.Register(tpA, a, compact(func(*LogConfig) {}))
+	m.Register(tpB, b, compact(func(c *LogConfig) { c.MinCompactionLagMs = 1000 }))
 	if d, _ := m.DirtyOf(tpB); d.CleanableBytes != 0 {
 		t.Fatalf("b's segments are younger than min.compaction.lag.ms but cleanable: %+v", d)
 	}
@@ -302,7 +308,7 @@ func TestDirtyRatioSelection(t *testing.T) {
 	if _, ok := m.CleanOnce(); ok {
 		t.Fatal("cleaned below min.cleanable.dirty.ratio")
 	}
-	m.Register(tpA, a, &LogConfig{CleanupPolicy: "compact", MaxCompactionLagMs: 5000})
+	m.Register(tpA, a, compact(func(c *LogConfig) { c.MaxCompactionLagMs = 5000 }))
 	if _, ok := m.CleanOnce(); !ok {
 		t.Fatal("max.compaction.lag.ms did not force a pass")
 	}

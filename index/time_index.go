@@ -130,8 +130,9 @@ func (ix *TimeIndex) append(timestamp, offset int64) error {
 	s := ix.s
 	n := s.n.Load()
 	b := *s.buf.Load()
-	lastTs, lastOff := NoTimestamp, ix.base
+	lastTs := NoTimestamp
 	if n > 0 {
+		var lastOff int64
 		lastTs, lastOff = ix.entry(b, int(n-1))
 		if offset < lastOff {
 			return fmt.Errorf("%w: %s: offset %d is smaller than the last offset %d", ErrInvalidOffset, s.path, offset, lastOff)

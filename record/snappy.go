@@ -34,7 +34,7 @@ func compressSnappy(dst, src []byte) []byte {
 		copy(nd, dst)
 		dst = nd
 	}
-	out := xerial.Encode(dst[len(dst):len(dst)], src)
+	out := xerial.Encode(dst[len(dst):], src)
 	return dst[:len(dst)+len(out)]
 }
 

@@ -33,10 +33,8 @@ func testCrashLoopSession(t *testing.T, prealloc bool) {
 	base := vfs.NewMem()
 	buildDataDir(t, base, "/d", []string{"t-0"}, 8)
 	tp := TopicPartition{Topic: "t", Partition: 0}
-	var want []uint32 // CRCs of every batch in order: the 8 first, then the session's
-	for _, b := range batchCRCsMem(t, base, "/d/t-0") {
-		want = append(want, b)
-	}
+	// CRCs of every batch in order: the 8 first, then the session's.
+	want := append([]uint32(nil), batchCRCsMem(t, base, "/d/t-0")...)
 	session := func(fsys vfs.FS) error {
 		d, _, err := OpenDataDir("/d", testOpts(fsys))
 		if err != nil {

@@ -88,12 +88,15 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		return fail(err)
 	}
 	rep.CleanShutdown = clean
-	rps, lsos := readCheckpoints(o, dir, rep)
+	rps, lsos, full := readCheckpoints(o, dir, rep)
+	trusted := clean && !full // else every partition is scanned from its recovery point
+	rep.FullScan = full
 	parts, err := listPartitions(o.FS, dir)
 	if err != nil {
 		return fail(err)
 	}
 	rep.Partitions = make([]PartitionReport, len(parts))
+	shared := sharedBackup(o)
 	err = forEach(len(parts), o.RecoveryThreads, func(i int) error {
 		p := parts[i]
 		pr := &rep.Partitions[i]
@@ -101,11 +104,23 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 			RecoveryPoint: rps[p.tp], LogStartOffset: lsos[p.tp]}
 		t := time.Now()
 		so := o.segmentOptions(p.tp.Topic)
-		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], clean
+		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], trusted
 		so.Health = d.health
+		var pb *partitionBackup
+		if !o.NoBackup {
+			pb = &partitionBackup{fs: o.FS, pdir: p.dir, now: t0, shared: shared}
+			so.SaveCut = pb.save
+		}
 		l, lr, err := segment.OpenWithReport(p.dir, &so)
 		if lr != nil {
 			partitionReport(pr, lr)
+		}
+		if pb != nil {
+			pr.BackupDir = pb.dir()
+		}
+		if errors.Is(err, segment.ErrSaveCut) {
+			return fmt.Errorf("%w: %s: %w (nothing was cut: make room for the backup, or repair the directory offline with strata recover)",
+				ErrPartitionLoad, p.tp, err)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
@@ -113,7 +128,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		d.mu.Lock()
 		d.logs[p.tp] = l
 		d.mu.Unlock()
-		if !clean {
+		if !trusted {
 			trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
 			pr.SideFilesTrimmed = trimmed
 			if err != nil {
@@ -130,6 +145,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 	rep.Duration = time.Since(t0)
 	o.Logger.Info("data directory loaded", "dir", dir, "partitions", len(parts), "clean_shutdown", clean,
 		"bytes_scanned", rep.Totals.BytesScanned, "bytes_truncated", rep.Totals.BytesTruncated, "duration", rep.Duration)
+	logBackups(o, rep)
 	return d, rep, nil
 }
 
@@ -151,24 +167,28 @@ func takeMarker(fsys vfs.FS, dir string) (bool, error) {
 	return true, nil
 }
 
-// readCheckpoints reads the recovery-point and log-start-offset checkpoints; an
-// unreadable one is logged and treated as empty.
-func readCheckpoints(o *Options, dir string, rep *Report) (rps, lsos map[TopicPartition]int64) {
-	read := func(name string) map[TopicPartition]int64 {
+// readCheckpoints reads the recovery-point and log-start-offset checkpoints. A
+// missing one is empty. An unreadable one is logged, recorded in the report and
+// treated as empty; for the recovery-point checkpoint full says so: every
+// partition must then be scanned from its first segment, even after a clean
+// shutdown (see the package doc).
+func readCheckpoints(o *Options, dir string, rep *Report) (rps, lsos map[TopicPartition]int64, full bool) {
+	read := func(name, consequence string) (map[TopicPartition]int64, bool) {
 		path := filepath.Join(dir, name)
 		m, err := checkpoint.ReadOffsets(o.FS, path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return map[TopicPartition]int64{}
+			return map[TopicPartition]int64{}, true
 		}
 		if err != nil {
-			o.Logger.Error("unreadable checkpoint, treating it as empty (partitions will be recovered in full)",
-				"file", path, "err", err)
-			rep.CheckpointErrors = append(rep.CheckpointErrors, fmt.Sprintf("%s: %v", path, err))
-			return map[TopicPartition]int64{}
+			o.Logger.Error("unreadable checkpoint, treating it as empty: "+consequence, "file", path, "err", err)
+			rep.CheckpointErrors = append(rep.CheckpointErrors, err.Error()) // names the file
+			return map[TopicPartition]int64{}, false
 		}
-		return m
+		return m, true
 	}
-	return read(checkpoint.RecoveryPointFile), read(checkpoint.LogStartOffsetFile)
+	rps, ok := read(checkpoint.RecoveryPointFile, "every partition is scanned in full")
+	lsos, _ = read(checkpoint.LogStartOffsetFile, "each log starts at its first segment")
+	return rps, lsos, !ok
 }
 
 // listPartitions returns the live partition directories of dir, sorted.

@@ -13,6 +13,9 @@ var (
 	ErrPartitionLoad = errors.New("recovery: partition failed to load")
 	// ErrNotDataDir: the path is not a directory.
 	ErrNotDataDir = errors.New("recovery: not a data directory")
+	// ErrBackup: the bytes recovery was about to cut could not be saved (so
+	// nothing was cut), or a backup does not match what was cut.
+	ErrBackup = errors.New("recovery: backup of the bytes to cut failed")
 	// ErrInvalidOptions: an option is out of range.
 	ErrInvalidOptions = errors.New("recovery: invalid options")
 )

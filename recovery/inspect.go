@@ -32,7 +32,9 @@ func Inspect(dir string, opts *Options) (*Report, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("recovery: %w", err)
 	}
-	rps, lsos := readCheckpoints(o, dir, rep)
+	rps, lsos, full := readCheckpoints(o, dir, rep)
+	trusted := rep.CleanShutdown && !full
+	rep.FullScan = full
 	parts, err := listPartitions(o.FS, dir)
 	if err != nil {
 		return rep, err
@@ -44,7 +46,7 @@ func Inspect(dir string, opts *Options) (*Report, error) {
 		*pr = PartitionReport{Topic: p.tp.Topic, Partition: p.tp.Partition, Dir: p.dir,
 			RecoveryPoint: rps[p.tp], LogStartOffset: lsos[p.tp]}
 		so := o.segmentOptions(p.tp.Topic)
-		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], rep.CleanShutdown
+		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], trusted
 		pr.Duration = 0
 		lr, err := InspectPartition(p.dir, &so)
 		if lr != nil {
@@ -54,7 +56,7 @@ func Inspect(dir string, opts *Options) (*Report, error) {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
 		}
-		if !rep.CleanShutdown {
+		if !trusted {
 			trimmed, err := trimSideFiles(o.FS, p.dir, lr.LogEndOffset, false)
 			pr.SideFilesTrimmed = trimmed
 			if err != nil {

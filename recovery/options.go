@@ -32,6 +32,14 @@ type Options struct {
 	// (see DataDir.Health): by the goroutine whose I/O error failed it,
 	// possibly holding a log's locks, so it must only record or signal.
 	OnOffline func(dir string, err error)
+	// BackupDir is where OpenDataDir saves every byte loading cuts, before
+	// cutting it, in the layout of Backup. Default "": each partition's own
+	// recovery-backup/<UTC time of the start> directory (BackupDirName),
+	// created on the first cut.
+	BackupDir string
+	// NoBackup cuts without saving anything (strata recover, which saves
+	// what it plans to cut itself when asked to).
+	NoBackup bool
 	// Logger receives what recovery does (default slog.Default()).
 	Logger *slog.Logger
 }

@@ -339,6 +339,53 @@ func TestGarbageCheckpoint(t *testing.T) {
 	c.finish(t)
 }
 
+// TestGarbageCheckpointAfterCleanShutdown: garbage in the recovery-point
+// checkpoint of a cleanly shut down directory makes every partition scanned in
+// full (the ERROR line said so and then segments_scanned was 0), and the log
+// line quotes only a short, escaped prefix of the garbage. Garbage in the
+// log-start checkpoint alone scans nothing and says what it does instead.
+func TestGarbageCheckpointAfterCleanShutdown(t *testing.T) {
+	c := newCase(t)
+	cp := filepath.Join(c.dir, checkpoint.RecoveryPointFile)
+	junk := make([]byte, 64<<10)
+	for i := range junk {
+		junk[i] = byte(i*31 + 7)
+	}
+	writeFile(t, c.fsys, cp, junk)
+	var logs logCapture
+	opts := testOpts(c.fsys)
+	opts.Logger = logs.logger()
+	p, rep := c.open(t, opts)
+	if !rep.CleanShutdown || !rep.FullScan || len(rep.CheckpointErrors) != 1 {
+		t.Fatalf("report: clean %v, full scan %v, checkpoint errors %v", rep.CleanShutdown, rep.FullScan, rep.CheckpointErrors)
+	}
+	if p.SegmentsScanned != len(c.logs) || p.BatchesScanned != len(c.before) {
+		t.Fatalf("not a full scan: %d of %d segments, %d of %d batches", p.SegmentsScanned, len(c.logs), p.BatchesScanned, len(c.before))
+	}
+	if !logs.has("level=ERROR") || !logs.has("every partition is scanned in full") || !logs.has(cp) {
+		t.Fatalf("no clear error logged:\n%s", logs.String())
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "unreadable checkpoint") && len(l) > 600 {
+			t.Fatalf("log line of %d bytes quotes the garbage: %.300s", len(l), l)
+		}
+	}
+	if got := verifyPartition(t, c.fsys, c.pdir); !slices.Equal(got, c.before) {
+		t.Fatalf("batches %v, want %v", got, c.before)
+	}
+
+	// The log-start checkpoint alone: nothing to scan after a clean shutdown.
+	logs.Reset()
+	writeFile(t, c.fsys, filepath.Join(c.dir, checkpoint.LogStartOffsetFile), junk)
+	p, rep = c.open(t, opts)
+	if rep.FullScan || p.SegmentsScanned != 0 || len(rep.CheckpointErrors) != 1 {
+		t.Fatalf("log-start checkpoint garbage: full scan %v, %d segments scanned, %v", rep.FullScan, p.SegmentsScanned, rep.CheckpointErrors)
+	}
+	if !logs.has("each log starts at its first segment") {
+		t.Fatalf("no clear error logged:\n%s", logs.String())
+	}
+}
+
 // swapCase leaves a .log.swap replacing the first two segments (a finished
 // compaction whose renames were interrupted); with cleaned also a .cleaned file,
 // which makes the swap part of an unfinished operation.

@@ -15,10 +15,13 @@ type Report struct {
 	CleanShutdown bool `json:"clean_shutdown"`
 	// CheckpointErrors lists checkpoint files that could not be read and were
 	// treated as empty.
-	CheckpointErrors []string          `json:"checkpoint_errors,omitempty"`
-	Partitions       []PartitionReport `json:"partitions"`
-	Totals           Totals            `json:"totals"`
-	Duration         time.Duration     `json:"duration_ns"`
+	CheckpointErrors []string `json:"checkpoint_errors,omitempty"`
+	// FullScan: the recovery-point checkpoint was unreadable, so every
+	// partition was scanned from its first segment, clean shutdown or not.
+	FullScan   bool              `json:"full_scan,omitempty"`
+	Partitions []PartitionReport `json:"partitions"`
+	Totals     Totals            `json:"totals"`
+	Duration   time.Duration     `json:"duration_ns"`
 }
 
 // PartitionReport is one partition's share of a Report.
@@ -44,7 +47,9 @@ type PartitionReport struct {
 	TempFilesRemoved         []string      `json:"temp_files_removed,omitempty"`
 	SwapsCompleted           []string      `json:"swaps_completed,omitempty"`
 	SideFilesTrimmed         []string      `json:"side_files_trimmed,omitempty"`
-	Duration                 time.Duration `json:"duration_ns"`
+	// BackupDir holds what was cut (see Backup); "" when nothing was saved.
+	BackupDir string        `json:"backup_dir,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
 }
 
 // Totals sum the partition reports.

@@ -116,9 +116,21 @@
 // # Loading
 //
 // Open follows Kafka's LogLoader: leftover .deleted and .cleaned files are
-// removed, .swap files finished or dropped; segments from the one holding the
-// recovery point are scanned batch by batch (framing, magic, size, CRC, offset
-// order), their indexes rebuilt, and the log cut at the first invalid batch, with
-// every later segment removed. Below the recovery point the indexes are checked
-// against the log and rebuilt when they disagree.
+// removed, .swap files finished or dropped. Two rules decide what a damaged
+// segment costs:
+//
+//   - Below the recovery point (every segment after a clean shutdown) data was
+//     flushed and is trusted: each segment's tail is walked and its indexes are
+//     checked against the log, and a segment that fails is rebuilt by a scan.
+//     If the scan finds a torn or garbage tail, only that segment's tail is
+//     cut (logged at ERROR with the offsets and bytes lost) and the later
+//     segments are kept, leaving a gap in the offsets, as Kafka's rebuild of a
+//     segment failing its sanity check does. Data below the recovery point is
+//     never removed at start.
+//   - From the segment holding the recovery point on (unflushed after a crash)
+//     every batch is scanned (framing, magic, size, CRC, offset order), the
+//     indexes are rebuilt, the log is cut at the first invalid batch and every
+//     later segment is removed, Kafka's rule.
+//
+// Options.SaveCut sees every byte before it is cut (recovery keeps a backup).
 package segment

@@ -39,6 +39,8 @@ var (
 	// an I/O error paging the file in, or a file cut behind the log's back):
 	// the log goes offline, as it cannot tell what reached the file.
 	errMappedFault = errors.New("segment: fault in a mapped write")
+	// ErrSaveCut: Options.SaveCut failed, so loading cut nothing and stopped.
+	ErrSaveCut = errors.New("segment: could not save the bytes to cut")
 )
 
 // isCorruption reports whether err comes from bad bytes on disk (log or index)

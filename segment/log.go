@@ -50,18 +50,17 @@ type Log struct {
 	// operation ("appended", "flushed": see append).
 	testHook func(stage string)
 
-	flushMu      sync.Mutex   // one fsync at a time (group commit)
-	flushed      atomic.Int64 // everything below is durable: the recovery point
-	lastFlushMs  atomic.Int64
-	flushMs      atomic.Int64   // flush.ms, read by the flusher (Reconfigure changes it)
-	stopFlusher  chan struct{}  // set under mu once a flusher runs
-	bg           sync.WaitGroup // background flushes and delayed deletions
-	pendingMu    sync.Mutex
-	pendingDel   map[*Segment]*time.Timer
-	notifyMu     sync.Mutex
-	notify       chan struct{}
-	hasWaiters   atomic.Bool
-	appendBuffer []byte // scratch for the append checks (writer only)
+	flushMu     sync.Mutex   // one fsync at a time (group commit)
+	flushed     atomic.Int64 // everything below is durable: the recovery point
+	lastFlushMs atomic.Int64
+	flushMs     atomic.Int64   // flush.ms, read by the flusher (Reconfigure changes it)
+	stopFlusher chan struct{}  // set under mu once a flusher runs
+	bg          sync.WaitGroup // background flushes and delayed deletions
+	pendingMu   sync.Mutex
+	pendingDel  map[*Segment]*time.Timer
+	notifyMu    sync.Mutex
+	notify      chan struct{}
+	hasWaiters  atomic.Bool
 }
 
 // segList is an immutable snapshot of the segments, oldest first.

@@ -6,11 +6,12 @@ import "fmt"
 // dynamic topic config): segment.bytes and segment.ms (checked at the next
 // append), retention.ms and retention.bytes (the next ApplyRetention),
 // flush.messages (the next append), preallocate (the next
-// allocation) and flush.ms (0 is never; the background
-// flusher is started if it was not running and reads the new period at its
-// next check). Every reader of these fields holds the writer lock, as
-// Reconfigure does, except the flusher, which reads an atomic copy of
-// flush.ms. Other fields of o are ignored.
+// allocation) and flush.ms (the background flusher is started if it was
+// not running and reads the new period at its next check). A zero means
+// what it means to Open: the default, or Kafka's 0 with o.ExplicitZeros.
+// Every reader of these fields holds the writer lock, as Reconfigure does,
+// except the flusher, which reads an atomic copy of flush.ms. Other fields
+// of o are ignored.
 func (l *Log) Reconfigure(o Options) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -22,9 +23,8 @@ func (l *Log) Reconfigure(o Options) error {
 	n.RetentionMs, n.RetentionBytes = o.RetentionMs, o.RetentionBytes
 	n.FlushMessages, n.FlushMs = o.FlushMessages, o.FlushMs
 	n.Preallocate = o.Preallocate
-	if n.FlushMs == 0 {
-		n.FlushMs = Never
-	}
+	n.ExplicitZeros = o.ExplicitZeros
+	n.defaultZeros()
 	if err := n.Validate(); err != nil {
 		return fmt.Errorf("segment: reconfigure: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/index"
@@ -36,27 +37,39 @@ type LoadReport struct {
 }
 
 // Cut is one truncation made by recovery: the bytes of File from Position on
-// were dropped. FirstOffset is the first offset lost (the log end after the cut);
-// EndOffset is one past the last offset the dropped entries' headers claim (-1
-// when no header could be read), an upper bound given without checking CRCs.
+// were dropped. FirstOffset is the first offset lost (the segment's next offset
+// after the cut); EndOffset is one past the last offset the dropped entries'
+// headers claim (-1 when no header could be read), an upper bound given
+// without checking CRCs. Removed says the whole segment went (Position 0): it
+// came after a cut at or above the recovery point. BelowRecoveryPoint says the
+// cut was in a segment below the recovery point (or any segment after a clean
+// shutdown): only its tail went, the segments after it were kept.
 type Cut struct {
-	File        string `json:"file"`
-	Position    int64  `json:"position"`
-	FirstOffset int64  `json:"first_offset"`
-	EndOffset   int64  `json:"end_offset"`
-	Bytes       int64  `json:"bytes"`
-	Reason      string `json:"reason"`
+	File               string `json:"file"`
+	Position           int64  `json:"position"`
+	FirstOffset        int64  `json:"first_offset"`
+	EndOffset          int64  `json:"end_offset"`
+	Bytes              int64  `json:"bytes"`
+	Reason             string `json:"reason"`
+	Removed            bool   `json:"removed,omitempty"`
+	BelowRecoveryPoint bool   `json:"below_recovery_point,omitempty"`
 }
 
 // Open opens (creating if needed) the partition directory dir.
 //
 // Loading follows Kafka's LogLoader: leftover .deleted and .cleaned files are
-// removed and .swap files finished or dropped; then every segment from the one
-// holding opts.RecoveryPoint on is scanned (framing, magic, size, CRC, offset
-// order), its indexes rebuilt and its .log cut at the first invalid entry, and the
-// segments after a cut are removed. Segments below the recovery point are trusted
-// but their indexes are checked against the log and rebuilt when bad or missing.
-// With opts.CleanShutdown nothing is scanned.
+// removed and .swap files finished or dropped. Segments below
+// opts.RecoveryPoint (every segment, with opts.CleanShutdown) are trusted: their
+// tails are walked and their indexes checked against the log, and a segment
+// failing that is rebuilt from a scan, as Kafka rebuilds a segment whose index
+// sanity check fails. If that scan finds a torn or garbage tail, only that
+// segment's tail is cut (logged at ERROR with its offsets and bytes) and the
+// segments after it are kept: the log then has a gap in its offsets, never a
+// loss of data below the recovery point. From the segment holding the recovery
+// point on (unflushed data after a crash), every entry is scanned (framing,
+// magic, size, CRC, offset order), the indexes rebuilt and the .log cut at the
+// first invalid entry, and the segments after that cut are removed, Kafka's
+// rule. opts.SaveCut, when set, is given every byte before it is cut.
 func Open(dir string, opts *Options) (*Log, error) {
 	l, _, err := OpenWithReport(dir, opts)
 	return l, err
@@ -110,7 +123,7 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 					return fail(fmt.Errorf("segment: remove %s: %w", FilePath(dir, b, suf), rerr))
 				}
 			}
-			plan.missingIndex[b] = true
+			plan.missingIndex[b] = indexReason(dir, b, true, true, "unreadable, replaced")
 			s, err = openSegment(l.fs, dir, b, o, true)
 		}
 		if err != nil {
@@ -184,12 +197,13 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 
 // loadSegments applies Kafka's load rules to the opened segments, oldest first:
 // segments below the recovery point (all of them after a clean shutdown) are
-// trusted, their tails walked and their indexes checked (rebuilt when bad or
-// missing); from the segment holding the recovery point on, every entry is
-// scanned and the log cut at the first invalid one, and the segments after a cut
-// are dropped. It returns how many segments remain. With writable false nothing
-// is changed on disk: the report says what would be done.
-func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map[int64]bool, writable bool) (int, error) {
+// trusted, their tails walked and their indexes checked; one that fails is
+// rebuilt by a scan, which cuts only its own torn tail. From the segment
+// holding the recovery point on, every entry is scanned and the log cut at the
+// first invalid one, and the segments after that cut are dropped. It returns
+// how many segments remain. With writable false nothing is changed on disk:
+// the report says what would be done.
+func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map[int64]string, writable bool) (int, error) {
 	first := 0
 	if !o.CleanShutdown {
 		first = locate(segs, o.RecoveryPoint)
@@ -200,10 +214,11 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 		if i+1 < len(segs) {
 			limit = segs[i+1].base
 		}
-		if i < first || o.CleanShutdown {
+		trusted := i < first || o.CleanShutdown
+		if trusted {
 			var err error
-			if missingIndex[s.base] {
-				err = fmt.Errorf("%w: %s: index file missing", errIndexMismatch, s.Path(IndexSuffix))
+			if why := missingIndex[s.base]; why != "" {
+				err = fmt.Errorf("%w: %s", errIndexMismatch, why)
 			} else if err = s.loadTail(); err == nil {
 				err = s.checkIndexes()
 			}
@@ -239,16 +254,37 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 		rep.Truncations = append(rep.Truncations, fmt.Sprintf("%s: cut at byte %d, %d bytes dropped: %v",
 			s.Path(LogSuffix), res.ValidBytes, res.TruncatedBytes, res.Err))
 		rep.Cuts = append(rep.Cuts, Cut{File: s.Path(LogSuffix), Position: res.ValidBytes, FirstOffset: s.next.Load(),
-			EndOffset: res.DroppedEnd, Bytes: res.TruncatedBytes, Reason: errString(res.Err)})
+			EndOffset: res.DroppedEnd, Bytes: res.TruncatedBytes, Reason: errString(res.Err), BelowRecoveryPoint: trusted})
+		if trusted {
+			// Below the recovery point: Kafka rebuilds the segment and keeps
+			// the ones after it, so must we. Data was lost where a flushed
+			// segment was damaged: say exactly what.
+			next := any("none")
+			if i+1 < len(segs) {
+				next = segs[i+1].base
+			}
+			o.Logger.Error("cut the damaged tail of a segment below the recovery point; the segments after it are kept, leaving a gap in the offsets",
+				"file", s.Path(LogSuffix), "position", res.ValidBytes, "bytes", res.TruncatedBytes,
+				"first_offset_lost", s.next.Load(), "end_offset_claimed", res.DroppedEnd, "next_segment_base", next,
+				"saved_to", res.SavedTo, "err", res.Err)
+			continue
+		}
 		o.Logger.Warn("truncated corrupt segment tail", "file", s.Path(LogSuffix), "position", res.ValidBytes,
-			"bytes", res.TruncatedBytes, "err", res.Err)
+			"bytes", res.TruncatedBytes, "first_offset_lost", s.next.Load(), "saved_to", res.SavedTo, "err", res.Err)
 		for _, later := range segs[i+1:] {
-			rep.BytesTruncated += later.Size()
+			c := Cut{File: later.Path(LogSuffix), Position: 0, FirstOffset: later.base,
+				EndOffset: headerEnd(later.log, 0, later.Size()), Bytes: later.Size(), Reason: "segment after a cut", Removed: true}
+			rep.BytesTruncated += c.Bytes
 			rep.Truncations = append(rep.Truncations, fmt.Sprintf("%s: removed, %d bytes, after the cut in %s",
-				later.Path(LogSuffix), later.Size(), s.Path(LogSuffix)))
-			rep.Cuts = append(rep.Cuts, Cut{File: later.Path(LogSuffix), Position: 0, FirstOffset: later.base,
-				EndOffset: headerEnd(later.log, 0, later.Size()), Bytes: later.Size(), Reason: "segment after a cut"})
+				c.File, c.Bytes, s.Path(LogSuffix)))
+			rep.Cuts = append(rep.Cuts, c)
 			if writable {
+				saved, err := later.saveWhole(o)
+				if err != nil {
+					return 0, err
+				}
+				o.Logger.Warn("removed segment after a cut", "file", c.File, "bytes", c.Bytes, "first_offset", c.FirstOffset,
+					"end_offset_claimed", c.EndOffset, "saved_to", saved)
 				later.closeFiles()
 				if err := later.removeAll(""); err != nil {
 					return 0, err
@@ -259,6 +295,37 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 		return i + 1, nil
 	}
 	return len(segs), nil
+}
+
+// saveWhole hands every file of a segment about to be removed to
+// o.SaveCut, and returns where the .log went.
+func (s *Segment) saveWhole(o *Options) (string, error) {
+	if o.SaveCut == nil {
+		return "", nil
+	}
+	var logSaved string
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+		path := s.Path(suf)
+		st, err := s.fs.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("segment: %w", err)
+		}
+		kind := "index"
+		if suf == LogSuffix {
+			kind = "segment"
+		}
+		saved, err := o.SaveCut(path, 0, st.Size(), kind)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrSaveCut, path, err)
+		}
+		if suf == LogSuffix {
+			logSaved = saved
+		}
+	}
+	return logSaved, nil
 }
 
 func errString(err error) string {
@@ -301,7 +368,7 @@ type filePlan struct {
 	bases        []int64           // segment base offsets after the plan, sorted
 	current      map[string]string // final name -> name now (differs for swaps)
 	swapped      bool
-	missingIndex map[int64]bool // segments whose offset or time index file is missing
+	missingIndex map[int64]string // segments whose offset or time index file is missing: which (indexReason)
 }
 
 // planFiles lists the directory and decides, as Kafka's loader does, which
@@ -312,7 +379,7 @@ func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: list %s: %w", dir, err)
 	}
-	p := &filePlan{current: map[string]string{}, missingIndex: map[int64]bool{}}
+	p := &filePlan{current: map[string]string{}, missingIndex: map[int64]string{}}
 	var files []dirFile
 	minCleaned := int64(1<<63 - 1)
 	for _, n := range names {
@@ -392,8 +459,9 @@ func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
 		switch f.suffix {
 		case LogSuffix:
 			p.bases = append(p.bases, f.base)
-			if !present[FileName(f.base, IndexSuffix)] || !present[FileName(f.base, TimeIndexSuffix)] {
-				p.missingIndex[f.base] = true
+			ix, tix := present[FileName(f.base, IndexSuffix)], present[FileName(f.base, TimeIndexSuffix)]
+			if !ix || !tix {
+				p.missingIndex[f.base] = indexReason(dir, f.base, !ix, !tix, "missing")
 			}
 		case IndexSuffix, TimeIndexSuffix, TxnIndexSuffix:
 			if !logs[f.base] {
@@ -478,4 +546,17 @@ func nextOffsetOf(fsys vfs.FS, path string, base int64) (int64, error) {
 		next = max(next, h.LastOffset+1)
 		pos += h.TotalSize()
 	}
+}
+
+// indexReason names the index files of segment base (the offset index, the
+// time index or both) with what is wrong with them.
+func indexReason(dir string, base int64, offset, time bool, what string) string {
+	var names []string
+	if offset {
+		names = append(names, FilePath(dir, base, IndexSuffix))
+	}
+	if time {
+		names = append(names, FilePath(dir, base, TimeIndexSuffix))
+	}
+	return strings.Join(names, ", ") + ": " + what
 }

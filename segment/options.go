@@ -10,7 +10,8 @@ import (
 )
 
 // Options configure a Log. Names follow Kafka's topic configs; zero values take
-// Kafka's defaults (see EnsureDefaults). A nil *Options means all defaults.
+// Kafka's defaults (see EnsureDefaults and ExplicitZeros). A nil *Options
+// means all defaults.
 type Options struct {
 	// FS is the filesystem; default vfs.OS.
 	FS vfs.FS
@@ -60,6 +61,14 @@ type Options struct {
 	// MaxBatchBytes caps one entry read from disk (default 64 MiB); larger
 	// size fields are treated as corruption.
 	MaxBatchBytes int
+	// ExplicitZeros makes a zero RetentionMs, RetentionBytes or FlushMs mean
+	// Kafka's 0 instead of "the default": retention.ms=0 and
+	// retention.bytes=0 delete every segment the next ApplyRetention reaches
+	// (rolling the active one first), flush.ms=0 fsyncs at the flusher's
+	// next check. Callers that fill in Kafka's defaults themselves (the
+	// broker) set it. Zero in fields Kafka refuses to be zero still means
+	// the default.
+	ExplicitZeros bool
 
 	// RecoveryPoint: batches below it are trusted at Open (their CRCs are not
 	// rechecked); segments from the one holding it onwards are scanned. Default 0:
@@ -70,6 +79,13 @@ type Options struct {
 	// LogStartOffset from the log-start-offset checkpoint (default: the first
 	// segment's base offset).
 	LogStartOffset int64
+	// SaveCut, when set, is called by Open before it cuts bytes from a
+	// segment file: the tail [pos, pos+n) of a .log (kind "tail"), or a whole
+	// file of a segment it removes (pos 0, n its size; kind "segment" for the
+	// .log, "index" for its .index, .timeindex and .txnindex). It returns
+	// where the bytes were saved, for the log line; an error stops Open with
+	// nothing cut. The recovery package sets it to keep a backup.
+	SaveCut func(file string, pos, n int64, kind string) (savedTo string, err error)
 
 	// Health is the failure state the log shares with the other logs of its
 	// directory (see Health); default: one of its own.
@@ -101,7 +117,7 @@ const (
 )
 
 // EnsureDefaults returns a copy of o (nil allowed) with every zero field set to
-// its default.
+// its default (but for the fields ExplicitZeros keeps).
 func (o *Options) EnsureDefaults() *Options {
 	var n Options
 	if o != nil {
@@ -125,17 +141,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if n.FlushMessages == 0 {
 		n.FlushMessages = Never
 	}
-	if n.FlushMs == 0 {
-		n.FlushMs = Never
-	}
+	n.defaultZeros()
 	if n.FileDeleteDelayMs == 0 {
 		n.FileDeleteDelayMs = DefaultFileDeleteDelayMs
-	}
-	if n.RetentionMs == 0 {
-		n.RetentionMs = DefaultRetentionMs
-	}
-	if n.RetentionBytes == 0 {
-		n.RetentionBytes = -1
 	}
 	if n.MaxBatchBytes == 0 {
 		n.MaxBatchBytes = DefaultMaxBatchBytes
@@ -150,6 +158,23 @@ func (o *Options) EnsureDefaults() *Options {
 		n.Logger = slog.Default()
 	}
 	return &n
+}
+
+// defaultZeros gives zero FlushMs, RetentionMs and RetentionBytes their
+// defaults unless ExplicitZeros says zero is meant.
+func (o *Options) defaultZeros() {
+	if o.ExplicitZeros {
+		return
+	}
+	if o.FlushMs == 0 {
+		o.FlushMs = Never
+	}
+	if o.RetentionMs == 0 {
+		o.RetentionMs = DefaultRetentionMs
+	}
+	if o.RetentionBytes == 0 {
+		o.RetentionBytes = -1
+	}
 }
 
 // Validate reports the first invalid setting.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/stratalog/strata/record"
 )
@@ -87,19 +86,18 @@ type RecoverResult struct {
 	// Err is the corruption that ended the scan early (nil when the whole file
 	// was valid). Its position is where the file was cut.
 	Err error
+	// SavedTo is where Options.SaveCut saved the truncated bytes ("" when not
+	// set or nothing was cut).
+	SavedTo string
 }
 
-// recover rebuilds the segment's indexes by scanning every entry and checking
-// framing, magic, size, CRC and offset order, and truncates the .log at the first
-// invalid entry (Kafka's LogSegment.recover). I/O errors are returned; corruption
-// is reported in the result.
-func (s *Segment) recover(writable bool) (RecoverResult, error) {
-	return s.recoverBelow(writable, math.MaxInt64)
-}
-
-// recoverBelow is recover for a segment followed by one based at limit: an entry
-// whose offsets reach limit is invalid too (the segments' offset ranges must not
-// overlap, or lookups by offset go to the wrong segment).
+// recoverBelow rebuilds the segment's indexes by scanning every entry and
+// checking framing, magic, size, CRC and offset order, and truncates the .log at
+// the first invalid entry (Kafka's LogSegment.recover). The segment is followed
+// by one based at limit (math.MaxInt64: none): an entry whose offsets reach limit
+// is invalid too (the segments' offset ranges must not overlap, or lookups by
+// offset go to the wrong segment). I/O errors are returned; corruption is
+// reported in the result.
 func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error) {
 	var res RecoverResult
 	st, err := s.log.Stat()
@@ -174,6 +172,12 @@ func (s *Segment) recoverBelow(writable bool, limit int64) (RecoverResult, error
 	}
 	if res.TruncatedBytes > 0 {
 		res.DroppedEnd = headerEnd(s.log, res.ValidBytes, fileSize)
+	}
+	if res.TruncatedBytes > 0 && writable && s.o.SaveCut != nil {
+		res.SavedTo, err = s.o.SaveCut(s.Path(LogSuffix), res.ValidBytes, res.TruncatedBytes, "tail")
+		if err != nil {
+			return res, fmt.Errorf("%w: %s: %w", ErrSaveCut, s.Path(LogSuffix), err)
+		}
 	}
 	if res.TruncatedBytes+res.PreallocatedBytes > 0 && writable {
 		if err := s.log.Truncate(res.ValidBytes); err != nil {

@@ -115,16 +115,11 @@ func (s *Server) createdTopicConfigs(given []kmsg.CreateTopicsRequestTopicConfig
 			overrides[c.Name] = *c.Value
 		}
 	}
-	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(topicConfigDefs))
-	for _, d := range topicConfigDefs {
+	entries := s.topicConfigEntries(overrides)
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(entries))
+	for _, e := range entries {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name = d.name
-		if v, ok := overrides[d.name]; ok {
-			c.Value, c.Source = kmsg.StringPtr(v), int8(kmsg.ConfigSourceDynamicTopicConfig)
-		} else {
-			v, src := brokerValue(s.cfg, d.synonym)
-			c.Value, c.Source = kmsg.StringPtr(v), int8(src)
-		}
+		c.Name, c.Value, c.Source = e.def.name, kmsg.StringPtr(e.value), int8(e.source)
 		out = append(out, c)
 	}
 	return out

@@ -41,9 +41,9 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				res.ErrorCode, res.ErrorMessage = code, kmsg.StringPtr("unknown topic "+rr.ResourceName)
 				break
 			}
-			for _, d := range topicConfigDefs {
-				if want(d.name) {
-					res.Configs = append(res.Configs, s.describeTopicConfig(req, &d, overrides))
+			for _, e := range s.topicConfigEntries(overrides) {
+				if want(e.def.name) {
+					res.Configs = append(res.Configs, describeTopicConfig(req, e))
 				}
 			}
 		case kmsg.ConfigResourceTypeBroker:
@@ -52,9 +52,9 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				res.ErrorMessage = kmsg.StringPtr("unknown broker " + rr.ResourceName + ": this node is " + strconv.Itoa(int(s.cfg.NodeID)))
 				break
 			}
-			for _, d := range brokerConfigDefs {
-				if want(d.name) {
-					res.Configs = append(res.Configs, s.describeBrokerConfig(req, &d))
+			for i := range brokerConfigDefs {
+				if d := &brokerConfigDefs[i]; d.describedBroker() && want(d.name) {
+					res.Configs = append(res.Configs, s.describeBrokerConfig(req, d))
 				}
 			}
 		default:
@@ -66,33 +66,61 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 	return resp
 }
 
-func (s *Server) describeTopicConfig(req *kmsg.DescribeConfigsRequest, d *configDef, overrides map[string]string) kmsg.DescribeConfigsResponseResourceConfig {
-	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name, c.ConfigType = d.name, d.typ
-	bv, bsrc := brokerValue(s.cfg, d.synonym)
-	bdef := brokerConfig(d.synonym).value(DefaultConfig())
-	if v, ok := overrides[d.name]; ok {
-		c.Value, c.Source = kmsg.StringPtr(v), kmsg.ConfigSourceDynamicTopicConfig
-	} else {
-		c.Value, c.Source = kmsg.StringPtr(bv), bsrc
+// topicConfigEntry is one applied topic config as DescribeConfigs and
+// CreateTopics report it.
+type topicConfigEntry struct {
+	def            *configDef
+	value          string
+	source         kmsg.ConfigSource
+	broker         string // the broker synonym's value
+	brokerSource   kmsg.ConfigSource
+	builtinDefault string // the synonym's built-in default
+}
+
+// topicConfigEntries reports every topic config strata applies for a topic
+// with the given overrides: the value in effect (an override as its def
+// parsed it, else the broker's through the synonym) and its source.
+func (s *Server) topicConfigEntries(overrides map[string]string) []topicConfigEntry {
+	eff, applied, _ := topicConfig(s.cfg, overrides, lenient, s.log)
+	var out []topicConfigEntry
+	for i := range topicConfigDefs {
+		d := &topicConfigDefs[i]
+		if !d.applied() {
+			continue
+		}
+		e := topicConfigEntry{def: d, builtinDefault: brokerConfig(d.synonym).val.get(DefaultConfig())}
+		e.broker, e.brokerSource = brokerValue(s.cfg, d.synonym)
+		if applied[d.name] {
+			e.value, e.source = d.val.get(eff), kmsg.ConfigSourceDynamicTopicConfig
+		} else {
+			e.value, e.source = e.broker, e.brokerSource
+		}
+		out = append(out, e)
 	}
+	return out
+}
+
+func describeTopicConfig(req *kmsg.DescribeConfigsRequest, e topicConfigEntry) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.ConfigType = e.def.name, e.def.typ
+	c.Value, c.Source = kmsg.StringPtr(e.value), e.source
 	c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
 	if req.IncludeSynonyms && req.Version >= 1 {
-		if v, ok := overrides[d.name]; ok {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, kmsg.ConfigSourceDynamicTopicConfig))
+		if e.source == kmsg.ConfigSourceDynamicTopicConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(e.def.name, e.value, e.source))
 		}
-		if bsrc == kmsg.ConfigSourceStaticBrokerConfig {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, bv, bsrc))
+		if e.brokerSource == kmsg.ConfigSourceStaticBrokerConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(e.def.synonym, e.broker, e.brokerSource))
 		}
-		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, bdef, kmsg.ConfigSourceDefaultConfig))
+		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(e.def.synonym, e.builtinDefault, kmsg.ConfigSourceDefaultConfig))
 	}
 	if req.IncludeDocumentation {
-		c.Documentation = kmsg.StringPtr(d.doc)
+		c.Documentation = kmsg.StringPtr(e.def.doc)
 	}
 	return c
 }
 
-func (s *Server) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *brokerConfigDef) kmsg.DescribeConfigsResponseResourceConfig {
+func (s *Server) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	v, src := brokerValue(s.cfg, d.name)
 	c.Name, c.Value, c.Source, c.ConfigType, c.ReadOnly = d.name, kmsg.StringPtr(v), src, d.typ, true
@@ -101,10 +129,14 @@ func (s *Server) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *broke
 		if src == kmsg.ConfigSourceStaticBrokerConfig {
 			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
 		}
-		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, d.value(DefaultConfig()), kmsg.ConfigSourceDefaultConfig))
+		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, d.val.get(DefaultConfig()), kmsg.ConfigSourceDefaultConfig))
 	}
 	if req.IncludeDocumentation {
-		c.Documentation = kmsg.StringPtr("broker setting " + d.name + " (static: set in server.properties or with --override)")
+		doc := d.doc
+		if doc != "" {
+			doc += "; "
+		}
+		c.Documentation = kmsg.StringPtr(doc + "broker setting " + d.name + " (static: set in server.properties or with --override)")
 	}
 	return c
 }

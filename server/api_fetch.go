@@ -54,6 +54,7 @@ func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) erro
 			return err
 		}
 		releaseFetch(topics)
+		fetchParks.Add(1)
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 		} else {
@@ -119,14 +120,12 @@ func waitAny(chans []<-chan struct{}, timeout <-chan time.Time, done <-chan stru
 }
 
 // readFetch reads every requested partition within the partition and
-// response byte limits; the first partition with data always gets at least
-// one whole batch (KIP-74). failed reports a partition error, which answers
-// at once.
+// response byte limits, the response's being the smaller of the request's
+// max_bytes and the broker's fetch.max.bytes, as in Kafka; the first
+// partition with data always gets at least one whole batch (KIP-74). failed
+// reports a partition error, which answers at once.
 func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total int64, failed bool) {
-	remaining := int64(req.MaxBytes)
-	if remaining <= 0 {
-		remaining = 0
-	}
+	remaining := max(min(int64(req.MaxBytes), int64(s.cfg.FetchMaxBytes)), 0)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		ft := fetchTopic{name: rt.Topic, parts: make([]fetchPart, 0, len(rt.Partitions))}

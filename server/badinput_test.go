@@ -60,8 +60,9 @@ func TestClientVanishesMidRequest(t *testing.T) {
 	r2 := dialRaw(t, s)
 	f := fetchRequest(12, "vanish", 0, 0)
 	f.MaxWaitMillis, f.MinBytes = 2000, 1
+	parks := fetchParks.Load()
 	r2.send(f, 1)
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, 20*time.Second, "the fetch to park", func() bool { return fetchParks.Load() > parks })
 	r2.nc.Close()
 	healthy(t, s)
 	if end := s.topics.partition("vanish", 0).log.LogEndOffset(); end != 0 {

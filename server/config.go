@@ -8,12 +8,19 @@ import (
 	"math"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/stratalog/strata/cleaner"
 )
 
 // Config is the broker configuration, with Kafka's property names. Build one
-// with DefaultConfig, LoadConfig or ParseConfig; zero values are not defaults.
+// with DefaultConfig, LoadConfig or ParseConfig; zero values are not
+// defaults, and a zero means what Kafka's 0 means (retention.ms=0: delete at
+// once). What each property accepts and means is in one table,
+// brokerConfigDefs (configdefs.go); a topic's effective config is a copy of
+// this one with its overrides stored through topicConfigDefs.
 type Config struct {
 	NodeID                int32      // node.id / broker.id (default 0)
 	Listeners             []Listener // listeners (default PLAINTEXT://127.0.0.1:9092)
@@ -24,14 +31,14 @@ type Config struct {
 	DefaultReplication    int16      // default.replication.factor (default 1; only 1 is served)
 	SegmentBytes          int64      // log.segment.bytes (default 1 GiB)
 	SegmentMs             int64      // log.roll.ms / log.roll.hours (default 7 days)
-	RetentionMs           int64      // log.retention.ms / .minutes / .hours (default 7 days; -1 forever)
-	RetentionBytes        int64      // log.retention.bytes (default -1)
+	RetentionMs           int64      // log.retention.ms / .minutes / .hours (default 7 days; -1 forever; a topic's 0 deletes at once)
+	RetentionBytes        int64      // log.retention.bytes (default -1; negative: no limit; 0 keeps nothing)
 	FlushMessages         int64      // log.flush.interval.messages (default: never)
-	FlushMs               int64      // log.flush.interval.ms (default: never)
+	FlushMs               int64      // log.flush.interval.ms (default: never; 0 at the flusher's next check)
 	Preallocate           bool       // log.preallocate: fallocate segment files ahead of the writer (default false)
 	MessageMaxBytes       int32      // message.max.bytes (default 1048588)
 	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
-	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000)
+	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000; negative: never)
 	ShutdownTimeoutMs     int64      // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
 	MaxPartitionsPerTopic int32      // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
 	RetentionCheckMs      int64      // log.retention.check.interval.ms (default 300000)
@@ -41,12 +48,18 @@ type Config struct {
 	RecoveryThreads       int        // num.recovery.threads.per.data.dir (default 2)
 	DeleteTopicEnable     bool       // delete.topic.enable (default true)
 	FileDeleteDelayMs     int64      // file.delete.delay.ms: deleted topics' dirs linger (default 60000)
+	// Resource bounds, Kafka's names and defaults (conn_limits.go).
+	MaxConnections               int32            // max.connections (default unlimited): at the limit the broker stops accepting
+	MaxConnectionsPerIP          int32            // max.connections.per.ip (default unlimited): more are closed at once
+	MaxConnectionsPerIPOverrides map[string]int32 // max.connections.per.ip.overrides: host or address -> limit
+	QueuedMaxRequestBytes        int64            // queued.max.request.bytes: memory for requests read but not served (default -1: no limit)
+	FetchMaxBytes                int32            // fetch.max.bytes: record bytes per Fetch response (default 55 MiB)
 	// Cleaner settings (log.cleaner.*), Kafka's defaults.
 	CleanerEnable            bool    // log.cleaner.enable (default true)
 	CleanerThreads           int     // log.cleaner.threads (default 1)
 	CleanerDedupeBufferBytes int64   // log.cleaner.dedupe.buffer.size (default 128 MiB)
 	CleanerLoadFactor        float64 // log.cleaner.io.buffer.load.factor (default 0.9)
-	CleanerIOMaxBytesPerSec  float64 // log.cleaner.io.max.bytes.per.second (default unlimited)
+	CleanerIOMaxBytesPerSec  float64 // log.cleaner.io.max.bytes.per.second (default math.MaxFloat64: unlimited)
 	CleanerBackoffMs         int64   // log.cleaner.backoff.ms (default 15000)
 	MinCleanableRatio        float64 // log.cleaner.min.cleanable.ratio (default 0.5)
 	DeleteRetentionMs        int64   // log.cleaner.delete.retention.ms (default 1 day)
@@ -98,6 +111,7 @@ const (
 	DefaultLogDir                = "./data"
 	DefaultMessageMaxBytes       = 1048588
 	DefaultSocketRequestMaxBytes = 104857600
+	DefaultFetchMaxBytes         = 55 << 20
 	defaultSegmentBytes          = 1 << 30
 	defaultWeekMs                = 7 * 24 * 3600 * 1000
 )
@@ -135,10 +149,16 @@ func DefaultConfig() *Config {
 		DeleteTopicEnable:     true,
 		FileDeleteDelayMs:     60000,
 
+		MaxConnections:        math.MaxInt32,
+		MaxConnectionsPerIP:   math.MaxInt32,
+		QueuedMaxRequestBytes: -1,
+		FetchMaxBytes:         DefaultFetchMaxBytes,
+
 		CleanerEnable:            true,
 		CleanerThreads:           1,
 		CleanerDedupeBufferBytes: 128 << 20,
 		CleanerLoadFactor:        0.9,
+		CleanerIOMaxBytesPerSec:  math.MaxFloat64,
 		CleanerBackoffMs:         15000,
 		MinCleanableRatio:        0.5,
 		DeleteRetentionMs:        24 * 3600 * 1000,
@@ -306,33 +326,38 @@ func unescapeProperty(s string) string {
 }
 
 // ParseConfig builds a Config from properties; order (optional) is the order
-// in which keys are applied, so later aliases win deterministically.
+// in which keys are applied, so later aliases win deterministically. Each
+// key is parsed and checked by its def in brokerConfigDefs.
 func ParseConfig(props map[string]string, order []string) (*Config, error) {
 	c := DefaultConfig()
 	if order == nil {
 		for k := range props {
 			order = append(order, k)
 		}
+		sort.Strings(order)
 	}
-	// Kafka's precedence: log.retention.ms > .minutes > .hours; log.dirs > log.dir.
-	rank := map[string]int{"log.retention.hours": 1, "log.retention.minutes": 2, "log.retention.ms": 3, "log.roll.hours": 1, "log.roll.ms": 2, "log.dir": 1, "log.dirs": 2}
-	best := map[string]int{}
-	var advertised string
+	best := map[string]int{} // highest rank set so far per property
 	for _, k := range order {
 		v, ok := props[k]
 		if !ok {
 			continue
 		}
-		if err := c.set(k, v, rank, best, &advertised); err != nil {
+		d := brokerConfig(k)
+		if d == nil {
+			c.Unknown = append(c.Unknown, k)
+			continue
+		}
+		primary := d.name
+		if d.alias != "" {
+			primary = d.alias
+		}
+		if r, seen := best[primary]; seen && d.rank < r {
+			continue // a more precise spelling was set (Kafka's .ms over .hours)
+		}
+		best[primary] = d.rank
+		if err := d.val.set(c, v); err != nil {
 			return nil, fmt.Errorf("%w: %s=%q: %w", ErrConfig, k, v, err)
 		}
-	}
-	if advertised != "" {
-		l, err := parseListeners(advertised)
-		if err != nil {
-			return nil, fmt.Errorf("%w: advertised.listeners=%q: %w", ErrConfig, advertised, err)
-		}
-		c.AdvertisedListeners = l
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -340,229 +365,43 @@ func ParseConfig(props map[string]string, order []string) (*Config, error) {
 	return c, nil
 }
 
-func (c *Config) set(k, v string, rank, best map[string]int, advertised *string) error {
-	group := func(g string) bool { // true when k outranks what set g so far
-		if rank[k] < best[g] {
-			return false
-		}
-		best[g] = rank[k]
-		return true
-	}
-	var err error
-	switch k {
-	case "node.id", "broker.id":
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 32)
-		c.NodeID = int32(n)
-	case "listeners":
-		c.Listeners, err = parseListeners(v)
-	case "advertised.listeners":
-		*advertised = v
-	case "log.dirs", "log.dir":
-		if group("dirs") {
-			c.LogDirs = splitList(v)
-		}
-	case "num.partitions":
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 32)
-		c.NumPartitions = int32(n)
-	case "auto.create.topics.enable":
-		c.AutoCreateTopics, err = strconv.ParseBool(v)
-	case "default.replication.factor":
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 16)
-		c.DefaultReplication = int16(n)
-	case "log.segment.bytes":
-		c.SegmentBytes, err = strconv.ParseInt(v, 10, 64)
-	case "log.roll.ms", "log.roll.hours":
-		var n int64
-		if n, err = strconv.ParseInt(v, 10, 64); err == nil && group("roll") {
-			if k == "log.roll.hours" {
-				n *= 3600 * 1000
-			}
-			c.SegmentMs = n
-		}
-	case "log.retention.ms", "log.retention.minutes", "log.retention.hours":
-		var n int64
-		if n, err = strconv.ParseInt(v, 10, 64); err == nil && group("retention") {
-			switch {
-			case n < 0:
-				n = -1
-			case k == "log.retention.minutes":
-				n *= 60 * 1000
-			case k == "log.retention.hours":
-				n *= 3600 * 1000
-			}
-			c.RetentionMs = n
-		}
-	case "log.retention.bytes":
-		c.RetentionBytes, err = strconv.ParseInt(v, 10, 64)
-	case "log.flush.interval.messages":
-		c.FlushMessages, err = strconv.ParseInt(v, 10, 64)
-	case "log.flush.interval.ms":
-		c.FlushMs, err = strconv.ParseInt(v, 10, 64)
-	case "log.preallocate":
-		c.Preallocate, err = strconv.ParseBool(v)
-	case "message.max.bytes":
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 32)
-		c.MessageMaxBytes = int32(n)
-	case "socket.request.max.bytes":
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 32)
-		c.SocketRequestMaxBytes = int32(n)
-	case "connections.max.idle.ms":
-		c.ConnectionsMaxIdleMs, err = strconv.ParseInt(v, 10, 64)
-	case "log.message.timestamp.type":
-		c.TimestampType = v
-	case "log.cleanup.policy":
-		c.CleanupPolicy = v
-	case "strata.produce.validation":
-		c.ProduceValidation = v
-	case "compression.type":
-		c.CompressionType = v
-	case "compression.gzip.level", "compression.lz4.level", "compression.zstd.level":
-		d, _ := levelDefNamed(k)
-		if err = d.check(v); err == nil {
-			*d.field(c), err = strconv.Atoi(strings.TrimSpace(v))
-		}
-	case "log.retention.check.interval.ms":
-		c.RetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
-	case "strata.shutdown.timeout.ms":
-		c.ShutdownTimeoutMs, err = strconv.ParseInt(v, 10, 64)
-	case "strata.max.partitions.per.topic":
-		var n int64
-		n, err = strconv.ParseInt(v, 10, 32)
-		c.MaxPartitionsPerTopic = int32(n)
-	case "log.flush.offset.checkpoint.interval.ms":
-		c.CheckpointIntervalMs, err = strconv.ParseInt(v, 10, 64)
-	case "num.recovery.threads.per.data.dir":
-		c.RecoveryThreads, err = strconv.Atoi(v)
-	case "delete.topic.enable":
-		c.DeleteTopicEnable, err = strconv.ParseBool(v)
-	case "file.delete.delay.ms":
-		c.FileDeleteDelayMs, err = strconv.ParseInt(v, 10, 64)
-	case "log.cleaner.enable":
-		c.CleanerEnable, err = strconv.ParseBool(v)
-	case "log.cleaner.threads":
-		c.CleanerThreads, err = strconv.Atoi(v)
-	case "log.cleaner.dedupe.buffer.size":
-		c.CleanerDedupeBufferBytes, err = strconv.ParseInt(v, 10, 64)
-	case "log.cleaner.io.buffer.load.factor":
-		c.CleanerLoadFactor, err = strconv.ParseFloat(v, 64)
-	case "log.cleaner.io.max.bytes.per.second":
-		c.CleanerIOMaxBytesPerSec, err = strconv.ParseFloat(v, 64)
-	case "log.cleaner.backoff.ms":
-		c.CleanerBackoffMs, err = strconv.ParseInt(v, 10, 64)
-	case "log.cleaner.min.cleanable.ratio":
-		c.MinCleanableRatio, err = strconv.ParseFloat(v, 64)
-	case "log.cleaner.delete.retention.ms":
-		c.DeleteRetentionMs, err = strconv.ParseInt(v, 10, 64)
-	case "log.cleaner.min.compaction.lag.ms":
-		c.MinCompactionLagMs, err = strconv.ParseInt(v, 10, 64)
-	case "log.cleaner.max.compaction.lag.ms":
-		c.MaxCompactionLagMs, err = strconv.ParseInt(v, 10, 64)
-	case "group.initial.rebalance.delay.ms":
-		c.GroupInitialRebalanceDelayMs, err = strconv.ParseInt(v, 10, 64)
-	case "group.min.session.timeout.ms":
-		c.GroupMinSessionTimeoutMs, err = parseInt32(v)
-	case "group.max.session.timeout.ms":
-		c.GroupMaxSessionTimeoutMs, err = parseInt32(v)
-	case "group.max.size":
-		c.GroupMaxSize, err = parseInt32(v)
-	case "offsets.topic.num.partitions":
-		c.OffsetsTopicNumPartitions, err = parseInt32(v)
-	case "offsets.topic.segment.bytes":
-		c.OffsetsTopicSegmentBytes, err = strconv.ParseInt(v, 10, 64)
-	case "offsets.retention.minutes":
-		var n int64
-		if n, err = strconv.ParseInt(v, 10, 64); err == nil {
-			c.OffsetsRetentionMs = n * 60 * 1000
-		}
-	case "offsets.retention.check.interval.ms":
-		c.OffsetsRetentionCheckMs, err = strconv.ParseInt(v, 10, 64)
-	case "offset.metadata.max.bytes":
-		c.OffsetMetadataMaxBytes, err = parseInt32(v)
-	default:
-		c.Unknown = append(c.Unknown, k)
-	}
-	return err
-}
-
-func parseInt32(v string) (int32, error) {
-	n, err := strconv.ParseInt(v, 10, 32)
-	return int32(n), err
-}
-
-// Validate reports the first invalid setting.
+// Validate reports the first invalid setting: each property's check from
+// brokerConfigDefs, then the checks across properties.
 func (c *Config) Validate() error {
 	bad := func(f string, a ...any) error { return fmt.Errorf("%w: "+f, append([]any{ErrConfig}, a...)...) }
-	switch {
-	case c.NodeID < 0:
-		return bad("node.id %d must not be negative", c.NodeID)
-	case len(c.Listeners) == 0:
-		return bad("no listeners")
-	case len(c.LogDirs) == 0:
-		return bad("no log.dirs")
-	case c.NumPartitions < 1:
-		return bad("num.partitions %d must be positive", c.NumPartitions)
-	case c.MaxPartitionsPerTopic < 1 || c.NumPartitions > c.MaxPartitionsPerTopic:
-		return bad("strata.max.partitions.per.topic %d must be positive and at least num.partitions %d", c.MaxPartitionsPerTopic, c.NumPartitions)
-	case c.DefaultReplication != 1:
-		return bad("default.replication.factor %d: a single node serves only 1", c.DefaultReplication)
-	case c.SegmentBytes < 14 || c.SegmentBytes > math.MaxInt32:
-		return bad("log.segment.bytes %d out of range", c.SegmentBytes)
-	case c.SegmentMs < 1:
-		return bad("log.roll.ms %d must be positive", c.SegmentMs)
-	case c.FlushMessages < 1 || c.FlushMs < 1:
-		return bad("log.flush.interval.* must be positive")
-	case c.RetentionCheckMs < 1:
-		return bad("log.retention.check.interval.ms %d must be positive", c.RetentionCheckMs)
-	case c.CheckpointIntervalMs < 1:
-		return bad("log.flush.offset.checkpoint.interval.ms %d must be positive", c.CheckpointIntervalMs)
-	case c.RecoveryThreads < 1:
-		return bad("num.recovery.threads.per.data.dir %d must be positive", c.RecoveryThreads)
-	case c.FileDeleteDelayMs < 0:
-		return bad("file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs)
-	case c.CleanerThreads < 1 || c.CleanerDedupeBufferBytes < 1 || c.CleanerLoadFactor <= 0 || c.CleanerLoadFactor > 1 || c.CleanerBackoffMs < 0:
-		return bad("log.cleaner.* settings out of range")
-	case c.MinCleanableRatio < 0 || c.MinCleanableRatio > 1 || c.DeleteRetentionMs < 0 || c.MinCompactionLagMs < 0 || c.MaxCompactionLagMs < 1:
-		return bad("log.cleaner.* topic defaults out of range")
-	case c.MessageMaxBytes < 0:
-		return bad("message.max.bytes %d must not be negative", c.MessageMaxBytes)
-	case c.SocketRequestMaxBytes < 1:
-		return bad("socket.request.max.bytes %d must be positive", c.SocketRequestMaxBytes)
-	case c.GroupInitialRebalanceDelayMs < 0:
-		return bad("group.initial.rebalance.delay.ms %d must not be negative", c.GroupInitialRebalanceDelayMs)
-	case c.GroupMinSessionTimeoutMs < 1 || c.GroupMaxSessionTimeoutMs < c.GroupMinSessionTimeoutMs:
-		return bad("group.min/max.session.timeout.ms %d/%d out of range", c.GroupMinSessionTimeoutMs, c.GroupMaxSessionTimeoutMs)
-	case c.GroupMaxSize < 1:
-		return bad("group.max.size %d must be positive", c.GroupMaxSize)
-	case c.OffsetsTopicNumPartitions < 1:
-		return bad("offsets.topic.num.partitions %d must be positive", c.OffsetsTopicNumPartitions)
-	case c.OffsetsTopicSegmentBytes < 14 || c.OffsetsTopicSegmentBytes > math.MaxInt32:
-		return bad("offsets.topic.segment.bytes %d out of range", c.OffsetsTopicSegmentBytes)
-	case c.OffsetsRetentionMs < 1 || c.OffsetsRetentionCheckMs < 1:
-		return bad("offsets.retention.* must be positive")
-	case c.OffsetMetadataMaxBytes < 0:
-		return bad("offset.metadata.max.bytes %d must not be negative", c.OffsetMetadataMaxBytes)
-	}
-	if err := checkTimestampType(c.TimestampType); err != nil {
-		return bad("log.message.timestamp.type: %v", err)
-	}
-	if _, err := parseCleanupPolicy(c.CleanupPolicy); err != nil {
-		return bad("log.cleanup.policy: %v", err)
-	}
-	if err := checkCompressionType(c.CompressionType); err != nil {
-		return bad("compression.type %q: %v", c.CompressionType, err)
-	}
-	if c.ProduceValidation != "full" && c.ProduceValidation != "header" {
-		return bad("strata.produce.validation %q: want full or header", c.ProduceValidation)
-	}
-	for _, l := range c.AdvertisedListeners {
-		if l.Host == "" {
-			return bad("advertised listener %s needs a host", l)
+	for i := range brokerConfigDefs {
+		d := &brokerConfigDefs[i]
+		if d.alias != "" {
+			continue // checked through its primary
 		}
+		if err := d.val.check(c); err != nil {
+			return bad("%s: %v", d.name, err)
+		}
+	}
+	switch {
+	case c.NumPartitions > c.MaxPartitionsPerTopic:
+		return bad("strata.max.partitions.per.topic %d must be at least num.partitions %d", c.MaxPartitionsPerTopic, c.NumPartitions)
+	case c.CleanerDedupeBufferBytes/int64(c.CleanerThreads) < cleaner.SlotBytes:
+		return bad("log.cleaner.dedupe.buffer.size %d too small for %d threads", c.CleanerDedupeBufferBytes, c.CleanerThreads)
+	case c.GroupMaxSessionTimeoutMs < c.GroupMinSessionTimeoutMs:
+		return bad("group.max.session.timeout.ms %d below group.min.session.timeout.ms %d", c.GroupMaxSessionTimeoutMs, c.GroupMinSessionTimeoutMs)
+	case c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0:
+		return bad("max.connections.per.ip may be 0 only with max.connections.per.ip.overrides")
+	case c.QueuedMaxRequestBytes > 0 && c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes):
+		return bad("queued.max.request.bytes %d must be at least socket.request.max.bytes %d (or -1: no limit)", c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes)
+	}
+	if err := checkLogConfig(c); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// checkLogConfig is Kafka's LogConfig.validateValues, the check across a
+// log's settings, for the broker's defaults and each topic's effective
+// config.
+func checkLogConfig(c *Config) error {
+	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
+		return fmt.Errorf("min.compaction.lag.ms %d above max.compaction.lag.ms %d", c.MinCompactionLagMs, c.MaxCompactionLagMs)
 	}
 	return nil
 }
@@ -598,17 +437,77 @@ func parseListeners(v string) ([]Listener, error) {
 		}
 		out = append(out, Listener{Name: name, Host: host, Port: int32(p)})
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("empty listener list")
+	return out, nil
+}
+
+func checkListeners(l []Listener) error {
+	if len(l) == 0 {
+		return fmt.Errorf("no listeners")
+	}
+	return nil
+}
+
+// checkAdvertised accepts no advertised listeners (then: listeners) or ones
+// with a host clients can dial.
+func checkAdvertised(l []Listener) error {
+	for _, a := range l {
+		if a.Host == "" {
+			return fmt.Errorf("advertised listener %s needs a host", a)
+		}
+	}
+	return nil
+}
+
+func joinListeners(l []Listener) string {
+	s := make([]string, len(l))
+	for i, a := range l {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func parseDirs(v string) ([]string, error) { return splitList(v), nil }
+
+func checkDirs(d []string) error {
+	if len(d) == 0 {
+		return fmt.Errorf("no log dirs")
+	}
+	return nil
+}
+
+// parseIPOverrides parses max.connections.per.ip.overrides: host:count
+// pairs, comma separated; a host is an address or a name (resolved when the
+// broker starts). An IPv6 address may be bracketed.
+func parseIPOverrides(v string) (map[string]int32, error) {
+	var out map[string]int32
+	for _, p := range splitList(v) {
+		i := strings.LastIndexByte(p, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("%q: want host:count", p)
+		}
+		host := strings.Trim(strings.TrimSpace(p[:i]), "[]")
+		n, err := strconv.ParseInt(strings.TrimSpace(p[i+1:]), 10, 32)
+		if err != nil || n < 0 || host == "" {
+			return nil, fmt.Errorf("%q: want host:count with a count of at least 0", p)
+		}
+		if out == nil {
+			out = map[string]int32{}
+		}
+		out[host] = int32(n)
 	}
 	return out, nil
 }
 
-func checkTimestampType(v string) error {
-	if v != "CreateTime" && v != "LogAppendTime" {
-		return fmt.Errorf("%q: want CreateTime or LogAppendTime", v)
+func showIPOverrides(m map[string]int32) string {
+	s := make([]string, 0, len(m))
+	for h, n := range m {
+		if strings.Contains(h, ":") {
+			h = "[" + h + "]"
+		}
+		s = append(s, h+":"+strconv.Itoa(int(n)))
 	}
-	return nil
+	sort.Strings(s)
+	return strings.Join(s, ",")
 }
 
 // parseCleanupPolicy checks a cleanup.policy list and says whether it

@@ -35,7 +35,7 @@ func TestDescribeConfigs(t *testing.T) {
 	s := startServer(t, t.TempDir(), "log.retention.ms=3600000")
 	createTopicWith(t, newClient(t, s), "cfg", 1, "segment.bytes", "4096")
 	res := describeConfigs(t, s, 0, kmsg.ConfigResourceTypeTopic, "cfg", false)
-	if res.ErrorCode != 0 || len(res.Configs) != len(topicConfigDefs) {
+	if res.ErrorCode != 0 || len(res.Configs) != appliedTopicConfigs() {
 		t.Fatalf("v0: error %d, %d configs", res.ErrorCode, len(res.Configs))
 	}
 	for name, want := range map[string]struct {
@@ -246,7 +246,7 @@ func TestCreateTopicsConfigs(t *testing.T) {
 			found = *c.Value == "1000" && c.Source == int8(kmsg.ConfigSourceDynamicTopicConfig)
 		}
 	}
-	if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Configs) != len(topicConfigDefs) || !found {
+	if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Configs) != appliedTopicConfigs() || !found {
 		t.Fatalf("v7 configs: %+v", resp.Topics[0])
 	}
 }

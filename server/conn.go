@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,8 +25,14 @@ import (
 type conn struct {
 	s   *Server
 	nc  net.Conn
-	tcp *net.TCPConn // nil when the connection is not TCP (no sendfile)
+	tcp *net.TCPConn    // nil when the connection is not TCP (no sendfile)
+	raw syscall.RawConn // tcp's descriptor, nil without one
+	ip  string          // the peer's address (max.connections.per.ip)
 	log *slog.Logger
+
+	// reserved is what the request being served holds of
+	// queued.max.request.bytes, given back once it is served.
+	reserved int64
 
 	// in holds bytes read from the socket ahead of the frame being parsed:
 	// in[inR:inW] are unread. One read usually brings a whole small request
@@ -56,7 +63,11 @@ const keepBuf = 1 << 20
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc}
-	c.tcp, _ = nc.(*net.TCPConn)
+	if c.tcp, _ = nc.(*net.TCPConn); c.tcp != nil {
+		if raw, err := c.tcp.SyscallConn(); err == nil {
+			c.raw = raw
+		}
+	}
 	c.log = s.log.With("conn", s.nextID.Add(1), "remote", nc.RemoteAddr().String())
 	return c
 }
@@ -64,6 +75,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.s.removeConn(c)
 	defer c.nc.Close()
+	defer c.releaseRequest()
 	defer func() {
 		// A bug in a handler must cost one connection, not the broker.
 		if v := recover(); v != nil {
@@ -72,8 +84,7 @@ func (c *conn) serve() {
 	}()
 	c.log.Debug("connection opened")
 	for {
-		idle := time.Duration(c.s.cfg.ConnectionsMaxIdleMs) * time.Millisecond
-		_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+		_ = c.nc.SetReadDeadline(c.idleDeadline())
 		if c.s.closing.Load() { // checked after the deadline: see Server.Close
 			return
 		}
@@ -82,7 +93,9 @@ func (c *conn) serve() {
 			c.logReadError(err)
 			return
 		}
-		if err := c.handle(frame); err != nil {
+		err = c.handle(frame)
+		c.releaseRequest()
+		if err != nil {
 			c.log.Error("closing connection", "error", err)
 			return
 		}
@@ -99,6 +112,7 @@ func (c *conn) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF):
 		c.log.Debug("connection closed by client")
+	case errors.Is(err, errShutdown):
 	case errors.Is(err, ErrFrameSize), errors.Is(err, io.ErrUnexpectedEOF):
 		c.log.Error("closing connection", "error", err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -110,12 +124,32 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
+// idleDeadline is when the connection counts as idle: connections.max.idle.ms
+// from now (negative: never, as in Kafka).
+func (c *conn) idleDeadline() time.Time {
+	idle := c.s.cfg.ConnectionsMaxIdleMs
+	if idle < 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(time.Duration(idle) * time.Millisecond)
+}
+
+// errShutdown ends a connection waiting for request memory at shutdown.
+var errShutdown = errors.New("server: shutting down")
+
+// releaseRequest gives back the served request's queued.max.request.bytes.
+func (c *conn) releaseRequest() {
+	c.s.reqMem.release(c.reserved)
+	c.reserved = 0
+}
+
 // readFrame reads one size-prefixed request. The size is checked against
 // socket.request.max.bytes before anything is allocated, and a large frame's
 // buffer grows only as its bytes actually arrive, so a lying prefix cannot
-// make the broker allocate what the client never sends. A frame that fits
-// the read-ahead buffer is returned in place; it is valid until the next
-// readFrame.
+// make the broker allocate what the client never sends. Then the size is
+// reserved from queued.max.request.bytes, waiting while that is used up,
+// before the body is read. A frame that fits the read-ahead buffer is
+// returned in place; it is valid until the next readFrame.
 func (c *conn) readFrame() ([]byte, error) {
 	if c.in == nil {
 		c.in = make([]byte, inBufSize)
@@ -131,6 +165,10 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrFrameSize, n, c.s.cfg.SocketRequestMaxBytes)
 	}
 	c.inR += 4
+	if !c.s.reqMem.reserve(int64(n), c.s.done) {
+		return nil, errShutdown
+	}
+	c.reserved = int64(n)
 	if int(n) <= len(c.in) {
 		if err := c.fill(int(n)); err != nil {
 			return nil, cutShort(err, n)
@@ -362,13 +400,28 @@ func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.wbuf = b
-	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := c.nc.Write(b); err != nil {
+	if err := c.writeAll(b); err != nil {
 		return fmt.Errorf("write response: %w", err)
 	}
 	return nil
 }
 
-// writeTimeout bounds how long a client that stopped reading can hold a
-// connection's response.
-const writeTimeout = 30 * time.Second
+// armWrite sets the write deadline: connections.max.idle.ms from now.
+func (c *conn) armWrite() { _ = c.nc.SetWriteDeadline(c.idleDeadline()) }
+
+// writeAll writes b. A client that stops reading holds the connection until
+// no byte has moved for connections.max.idle.ms (Kafka expires a connection
+// idle that long, and a send the client does not take is idle): the
+// deadline is set at each call and renewed when it passes while bytes are
+// still going out, so a slow reader is served and a stalled one costs its
+// own connection only.
+func (c *conn) writeAll(b []byte) error {
+	for {
+		c.armWrite()
+		n, err := c.nc.Write(b)
+		b = b[n:]
+		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+	}
+}

@@ -23,6 +23,20 @@
 // ApiVersions range (KIP-511), so clients retry lower. Produce with acks=0
 // gets no response.
 //
+// Resource bounds are Kafka's (conn_limits.go): at max.connections the
+// acceptor waits for a connection to close before it accepts the next (new
+// clients wait in the kernel's backlog); a connection over its address's
+// max.connections.per.ip (or its max.connections.per.ip.overrides entry) is
+// closed at once; queued.max.request.bytes bounds the memory of requests
+// read but not yet served: a connection reserves a request's size after
+// its size prefix and before its body, and waits while the pool is used up
+// (granted whenever anything is left, as Kafka's non-strict pool). A
+// connection idle for connections.max.idle.ms is closed (negative: never),
+// and so is one whose client stops reading a response: the write deadline
+// is connections.max.idle.ms renewed while bytes go out, so a stalled
+// consumer costs its own connection only, and one that resets its
+// connection mid-response ends it at once.
+//
 // Advertised APIs (versions.go), all fully implemented: ApiVersions 0-3,
 // Metadata 0-11, Produce 3-9, Fetch 4-12, ListOffsets 0-7, CreateTopics 0-7,
 // DeleteTopics 0-6, CreatePartitions 0-3, DeleteRecords 0-2,
@@ -31,16 +45,33 @@
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
 // ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
 //
-// Topic configs (configdefs.go): the ones strata applies (cleanup.policy,
-// compression.type, delete.retention.ms, flush.*, max.message.bytes,
+// Configuration (configdefs.go) is one table per scope, brokerConfigDefs
+// and topicConfigDefs: each property's name, Kafka type, how its text is
+// parsed and checked (Kafka's validator) and the Config field it sets. A
+// topic config sets the same field as its broker synonym, in a copy of the
+// broker's Config (the topic's effective config, topics_configs.go), from
+// which the log's segment options, the cleaner's config and the produce
+// settings are built; server.properties, --override, CreateTopics, both
+// alter APIs, DescribeConfigs and the topic table all go through it, so a
+// value means one thing everywhere. Zeros and negatives mean what Kafka
+// says: retention.ms=0 and retention.bytes=0 delete every segment at the
+// next retention check (the broker's log.retention.ms may not be 0, as in
+// Kafka; any negative is -1, forever), any negative retention.bytes is no
+// limit, flush.ms=0 fsyncs at the flusher's next check,
+// delete.retention.ms=0 and min.cleanable.dirty.ratio=0 are the cleaner's
+// zeros (segment.Options and cleaner.LogConfig take them with
+// ExplicitZeros). Applied topic configs (cleanup.policy, compression.type
+// and compression.*.level, delete.retention.ms, flush.*, max.message.bytes,
 // min/max.compaction.lag.ms, message.timestamp.type,
-// min.cleanable.dirty.ratio, retention.*, segment.bytes, segment.ms) are
-// described with their broker synonym as default; other Kafka topic configs
-// (compression.*.level, min.insync.replicas, ...) are accepted and stored but
-// not applied; any other name is
-// INVALID_CONFIG in the alter APIs. Altered overrides are written to the topic
-// table and applied to the live logs (segment.Log.Reconfigure, the cleaner
-// registration, the produce flags), flush.ms included.
+// min.cleanable.dirty.ratio, preallocate, retention.*, segment.bytes,
+// segment.ms) are described with their broker synonym as default; other
+// Kafka topic configs (min.insync.replicas, index.interval.bytes, ...) are
+// checked with Kafka's validators and stored but not applied; any other
+// name is INVALID_CONFIG. A stored override that fails its check (kept by
+// an older strata, which checked less) is logged at start and the broker's
+// value used. Altered overrides are written to the topic table and applied
+// to the live logs (segment.Log.Reconfigure, the cleaner registration, the
+// produce flags), flush.ms included.
 // Broker configs are static: describable, not alterable (INVALID_REQUEST).
 // CreateTopics and CreatePartitions asking for more partitions than
 // strata.max.partitions.per.topic (default 10000) fail with
@@ -51,14 +82,20 @@
 //
 // Produce takes exactly one magic-2 batch per partition, checks its size
 // against the topic's max.message.bytes (else the broker's
-// message.max.bytes), its framing and CRC, and decompresses it to
-// check records as Kafka's LogValidator does, then appends it unchanged but
+// message.max.bytes), its framing and CRC, and checks its records as
+// Kafka's LogValidator does, a compressed batch as a stream (record by
+// record through a 32 KiB window, record.StreamValidator: a decompression
+// bomb costs time, bounded by record.MaxDecompressedSize of output, not
+// memory), then appends it unchanged but
 // for the base offset (patched by the log) and the partition leader epoch,
 // neither covered by the CRC. On topics with
 // message.timestamp.type=LogAppendTime the batch is stamped with the append
 // time (CRC recomputed); on compacted topics (cleanup.policy=compact) every
-// record must have a key. strata.produce.validation=header trusts compressed
-// batches after the header and CRC checks (except on compacted topics).
+// record must have a key. strata.produce.validation=header trusts the
+// records of compressed batches (except on compacted topics) but not their
+// header: the CRC and the header-only produce checks (at least one record,
+// lastOffsetDelta+1 == count, no control batch, a base sequence with a
+// producer id) apply in both modes.
 // When the topic's compression.type (default: the broker's, "producer") is
 // a codec other than the batch's, the batch is recompressed to it before the
 // append, at the topic's compression.gzip.level, compression.lz4.level or
@@ -66,7 +103,13 @@
 // being its fast compressor), as Kafka's
 // LogValidator does: same header fields and record bytes,
 // new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
-// exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).
+// exceeds max.message.bytes (produce_topic.go, record.AppendRecompressedLimit:
+// a batch that decompresses to more than 1 MiB is streamed from one codec
+// to the other, and given up once the output passes max.message.bytes).
+// Stream validation and recompression reserve what their decoders and
+// encoders need from one broker-wide decompression budget of 64 MiB
+// (DecompressionBudget, produce_memory.go) before they start, first come
+// first served, so the memory they hold across all connections is bounded.
 // As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type
 // is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
 // segment.bytes is RECORD_LIST_TOO_LARGE.
@@ -82,8 +125,14 @@
 // record bytes is encoded into a buffer, the frame size is computed up front
 // from the file regions the log returned, and each region goes from the
 // segment file to the socket with sendfile(2) at an explicit offset, so no
-// record byte passes through user space. Long polls wait on Log.Changed, so
-// an append wakes them; nothing polls.
+// record byte passes through user space. The buffer pieces before each
+// region go with MSG_MORE, so they share TCP segments with the region's
+// bytes. A sendfile that fails with EINVAL or ENOSYS before its first byte
+// (a filesystem or kernel without it) is replaced by a buffered copy. The
+// record bytes of one response are capped by the smaller of the request's
+// max_bytes and the broker's fetch.max.bytes (default 55 MiB), the first
+// batch going whole however large (KIP-74). Long polls wait on
+// Log.Changed, so an append wakes them; nothing polls.
 //
 // # Data directory
 //

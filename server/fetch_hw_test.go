@@ -90,8 +90,9 @@ func TestFetchWaitsForFlush(t *testing.T) {
 
 	// A fetch waiting for data is answered once the fsync returns.
 	got := make(chan int, 1)
+	parks := fetchParks.Load()
 	go func() { _, n := fetch(10_000); got <- n }()
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, 20*time.Second, "the fetch to park", func() bool { return fetchParks.Load() > parks })
 	gate.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -77,44 +77,58 @@ func TestFetchLongPoll(t *testing.T) {
 	rp := req.Topics[0].Partitions[0]
 	rp.Partition = 1
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
-	req.MaxWaitMillis, req.MinBytes = 10000, 1
+	// The append comes once the fetch is parked, so only the wake can
+	// bring its records: the response holding them, long before max_wait,
+	// shows the fetch waited and was woken.
+	req.MaxWaitMillis, req.MinBytes = 60000, 1
+	parks := fetchParks.Load()
 	start := time.Now()
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		deadline := time.Now().Add(20 * time.Second)
+		for fetchParks.Load() == parks && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
 		p := dialRaw(t, s)
 		p.roundTrip(produceRequest("lp", 1, makeBatch(t, 2, 10), 9), 1)
 	}()
 	resp := r.roundTrip(req, 2).(*kmsg.FetchResponse)
-	el := time.Since(start)
-	if el > 5*time.Second || el < 90*time.Millisecond {
-		t.Fatalf("woken after %v", el)
+	if fetchParks.Load() == parks {
+		t.Fatal("the fetch was answered without waiting")
+	}
+	if el := time.Since(start); el >= time.Duration(req.MaxWaitMillis)*time.Millisecond {
+		t.Fatalf("woken after %v, at max_wait: the append did not wake it", el)
 	}
 	ps := resp.Topics[0].Partitions
 	if len(ps[1].RecordBatches) == 0 || ps[1].HighWatermark != 2 || len(ps[0].RecordBatches) != 0 {
 		t.Fatalf("long poll response %+v", ps)
 	}
 
+	// With nothing appended the answer comes at max_wait, not before (the
+	// upper bound only says it comes: the timer fires, nothing hangs).
 	req = fetchRequest(12, "lp", 0, 0)
 	req.MaxWaitMillis, req.MinBytes = 300, 1
 	start = time.Now()
 	resp = r.roundTrip(req, 3).(*kmsg.FetchResponse)
-	if el := time.Since(start); el < 290*time.Millisecond || el > 3*time.Second {
+	if el := time.Since(start); el < 290*time.Millisecond || el > 20*time.Second {
 		t.Fatalf("empty long poll answered after %v", el)
 	}
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != 0 {
 		t.Fatalf("empty poll %+v", p)
 	}
 
-	// Shutdown wakes a waiting fetch, which is answered before the close.
-	req.MaxWaitMillis = 30000
+	// Shutdown wakes a parked fetch, which is answered before the close:
+	// without the wake Close would wait for max_wait or its 30 s shutdown
+	// timeout, which cuts the connection unanswered.
+	req.MaxWaitMillis = 120000
+	parks = fetchParks.Load()
 	r.send(req, 4)
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, 20*time.Second, "the fetch to park", func() bool { return fetchParks.Load() > parks })
 	start = time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("close took %v", el)
+	if el := time.Since(start); el >= time.Duration(s.cfg.ShutdownTimeoutMs)*time.Millisecond {
+		t.Fatalf("close took %v, the shutdown timeout", el)
 	}
 	if b, err := r.readFrame(); err != nil || int32(binary.BigEndian.Uint32(b)) != 4 {
 		t.Fatalf("in-flight fetch not answered at shutdown: %v", err)

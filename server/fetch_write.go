@@ -2,12 +2,13 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -117,10 +118,18 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 	binary.BigEndian.PutUint32(b, uint32(size))
 	c.wbuf = b
 
-	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if len(cuts) == 0 {
+		if err := c.writeAll(b); err != nil {
+			return fmt.Errorf("write fetch response: %w", err)
+		}
+		return nil
+	}
+	// The pieces before each region go with MSG_MORE, so the kernel sends
+	// them in the same TCP segments as the region's first bytes instead of
+	// pushing each small piece on its own.
 	prev := 0
 	for _, cut := range cuts {
-		if _, err := c.nc.Write(b[prev:cut.at]); err != nil {
+		if err := c.writeMore(b[prev:cut.at]); err != nil {
 			return fmt.Errorf("write fetch response: %w", err)
 		}
 		if err := c.sendRegion(cut.region); err != nil {
@@ -128,8 +137,10 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 		}
 		prev = cut.at
 	}
-	if _, err := c.nc.Write(b[prev:]); err != nil {
-		return fmt.Errorf("write fetch response: %w", err)
+	if prev < len(b) {
+		if err := c.writeAll(b[prev:]); err != nil {
+			return fmt.Errorf("write fetch response: %w", err)
+		}
 	}
 	return nil
 }
@@ -163,31 +174,48 @@ func appendString(b []byte, s string, flex bool) []byte {
 	return append(b, s...)
 }
 
-// sendRegion writes a file region to the connection with sendfile(2) at an
-// explicit offset, waiting for the socket on EAGAIN through the runtime
-// poller. Files without a descriptor (the in-memory filesystem) or
-// connections that are not TCP are copied through a pooled buffer.
-func (c *conn) sendRegion(r *segment.Region) error {
-	f, ok := vfs.AsOSFile(r.File)
-	if !ok || c.tcp == nil {
-		return c.copyRegion(r)
+// The socket calls of the fetch path, behind atomics so tests can inject
+// their failures while connections run.
+var (
+	sendfileCall atomic.Pointer[func(out, in int, off *int64, n int) (int, error)]
+	sendmsgCall  atomic.Pointer[func(fd int, p, oob []byte, to unix.Sockaddr, flags int) (int, error)]
+)
+
+func init() {
+	sf, sm := unix.Sendfile, unix.SendmsgN
+	sendfileCall.Store(&sf)
+	sendmsgCall.Store(&sm)
+}
+
+// writeMore writes b with MSG_MORE: more of the response follows at once, so
+// the kernel holds b to fill a segment with what comes next. Without a TCP
+// socket it is writeAll.
+func (c *conn) writeMore(b []byte) error {
+	if c.raw == nil || len(b) == 0 {
+		return c.writeAll(b)
 	}
-	sc, err := c.tcp.SyscallConn()
-	if err != nil {
-		return err
-	}
-	fc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	off, remain := r.Pos, r.Len
-	var opErr error
-	ctlErr := fc.Control(func(ffd uintptr) {
-		werr := sc.Write(func(sfd uintptr) bool {
-			for remain > 0 {
-				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(remain, 1<<30)))
-				if n > 0 {
-					remain -= int64(n)
+	sendmsg := *sendmsgCall.Load()
+	return c.rawWrite(func(fd int) (int, error) {
+		n, err := sendmsg(fd, b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
+		b = b[max(n, 0):]
+		return n, err
+	}, int64(len(b)))
+}
+
+// rawWrite runs op on the connection's descriptor until it has written n
+// bytes in all, waiting for the socket on EAGAIN through the runtime poller
+// under the write deadline, set and renewed as writeAll does.
+func (c *conn) rawWrite(op func(fd int) (int, error), n int64) error {
+	for n > 0 {
+		c.armWrite()
+		var opErr error
+		moved := false
+		werr := c.raw.Write(func(fd uintptr) bool {
+			for n > 0 {
+				m, err := op(int(fd))
+				if m > 0 {
+					n -= int64(m)
+					moved = true
 				}
 				switch {
 				case err == unix.EAGAIN:
@@ -197,32 +225,82 @@ func (c *conn) sendRegion(r *segment.Region) error {
 				case err != nil:
 					opErr = err
 					return true
-				case n == 0:
-					opErr = io.ErrUnexpectedEOF // the file is shorter than the region
+				case m == 0:
+					opErr = io.ErrUnexpectedEOF
 					return true
 				}
 			}
 			return true
 		})
-		if werr != nil && opErr == nil {
-			opErr = werr
+		switch {
+		case opErr != nil:
+			return opErr
+		case werr == nil:
+		case moved && errors.Is(werr, os.ErrDeadlineExceeded):
+			// Bytes went out since the deadline was set: not idle.
+		default:
+			return werr
 		}
+	}
+	return nil
+}
+
+// errNoSendfile says sendfile(2) cannot send this file to this socket
+// (EINVAL, ENOSYS) and nothing was sent: the caller copies instead.
+var errNoSendfile = errors.New("server: sendfile not supported here")
+
+// sendRegion writes a file region to the connection with sendfile(2) at an
+// explicit offset, waiting for the socket on EAGAIN through the runtime
+// poller. Files without a descriptor (the in-memory filesystem),
+// connections that are not TCP, and a sendfile that fails with EINVAL or
+// ENOSYS before its first byte (a filesystem or kernel without it) are
+// copied through a pooled buffer.
+func (c *conn) sendRegion(r *segment.Region) error {
+	f, ok := vfs.AsOSFile(r.File)
+	if !ok || c.raw == nil {
+		return c.copyRegion(r)
+	}
+	fc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	off := r.Pos
+	sendfile := *sendfileCall.Load()
+	var opErr error
+	ctlErr := fc.Control(func(ffd uintptr) {
+		opErr = c.rawWrite(func(sfd int) (int, error) {
+			n, err := sendfile(sfd, int(ffd), &off, int(min(r.Pos+r.Len-off, 1<<30)))
+			if (err == unix.EINVAL || err == unix.ENOSYS) && off == r.Pos {
+				return 0, errNoSendfile
+			}
+			if n > 0 {
+				sendfileBytes.Add(int64(n))
+			}
+			return n, err
+		}, r.Len)
 	})
 	if ctlErr != nil {
 		return ctlErr
 	}
-	if opErr == nil {
-		sendfileBytes.Add(r.Len)
+	if errors.Is(opErr, errNoSendfile) {
+		sendfileFallbacks.Add(1)
+		return c.copyRegion(r)
 	}
 	return opErr
 }
 
-// sendfileBytes counts record bytes sent with sendfile (tests read it).
-var sendfileBytes atomic.Int64
+// fetchParks counts the times a Fetch parked to wait for data (tests wait
+// on it to know a long poll is parked).
+var fetchParks atomic.Int64
+
+// sendfileBytes counts record bytes sent with sendfile as they go,
+// sendfileFallbacks the regions copied because sendfile refused them (tests
+// read both).
+var sendfileBytes, sendfileFallbacks atomic.Int64
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// copyRegion is the fallback for regions without a descriptor.
+// copyRegion is the fallback for regions sendfile cannot send.
 func (c *conn) copyRegion(r *segment.Region) error {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
@@ -236,7 +314,7 @@ func (c *conn) copyRegion(r *segment.Region) error {
 			}
 			return err
 		}
-		if _, err := c.nc.Write(buf[:n]); err != nil {
+		if err := c.writeAll(buf[:n]); err != nil {
 			return err
 		}
 		pos += int64(n)

@@ -29,8 +29,7 @@ func TestGroupStaticMembership(t *testing.T) {
 	a := startMember(t, s, "a", "g-static", "static", kgo.InstanceID("inst-a"), kgo.SessionTimeout(5*time.Second))
 	b := startMember(t, s, "b", "g-static", "static", kgo.InstanceID("inst-b"), kgo.SessionTimeout(5*time.Second))
 	waitFor(t, 20*time.Second, "3+3", func() bool { return len(a.ownedParts()) == 3 && len(b.ownedParts()) == 3 })
-	time.Sleep(300 * time.Millisecond) // let any follow-up rebalance settle
-	gen, _ := groupGeneration(s, "g-static")
+	gen := waitSettled(t, s, "g-static", a, b) // any follow-up rebalance done
 	before := a.ownedParts()
 	a.close() // a static member does not send LeaveGroup
 	if _, st := groupGeneration(s, "g-static"); st != groupStable {
@@ -38,7 +37,9 @@ func TestGroupStaticMembership(t *testing.T) {
 	}
 	a2 := startMember(t, s, "a2", "g-static", "static", kgo.InstanceID("inst-a"), kgo.SessionTimeout(5*time.Second))
 	waitFor(t, 20*time.Second, "a2's assignment", func() bool { return len(a2.ownedParts()) == 3 })
-	time.Sleep(300 * time.Millisecond)
+	// a2's JoinGroup is answered: a rebalance it caused is under way or
+	// done, and settling lets it finish, so a new generation would show.
+	waitSettled(t, s, "g-static", a2, b)
 	gen2, st := groupGeneration(s, "g-static")
 	if gen2 != gen || st != groupStable {
 		t.Fatalf("after the static rejoin: %s generation %d, want Stable generation %d (no rebalance)", st, gen2, gen)
@@ -72,14 +73,14 @@ func TestGroupJoinReleasedOnShutdown(t *testing.T) {
 	}()
 	waitFor(t, 5*time.Second, "the second join to park", func() bool {
 		_, st := groupGeneration(s, "g-shut")
-		return st == groupPreparingRebalance
+		return st == groupPreparingRebalance // set with the join parked, under the group's lock
 	})
-	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 3*time.Second {
+	// Without the release Close would wait out its shutdown timeout.
+	if took := time.Since(start); took >= time.Duration(s.cfg.ShutdownTimeoutMs)*time.Millisecond {
 		t.Fatalf("Close took %v with a parked JoinGroup", took)
 	}
 	select {
@@ -101,8 +102,7 @@ func TestGroupAdminAPIs(t *testing.T) {
 	createTopic(t, s, "other", 1)
 	m := startMember(t, s, "a", "g-admin", "errs", kgo.Balancers(kgo.RangeBalancer()), kgo.ClientID("admin-test"))
 	waitFor(t, 20*time.Second, "assignment", func() bool { return len(m.ownedParts()) == 2 })
-	time.Sleep(200 * time.Millisecond)
-	gen, _ := groupGeneration(s, "g-admin")
+	gen := waitSettled(t, s, "g-admin", m)
 	memberID, _ := m.cl.GroupMetadata()
 	c := dialRaw(t, s)
 	wantCode(t, "commit to another topic", commit(c, "g-admin", memberID, gen, "other", 0, 3), nil)

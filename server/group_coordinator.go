@@ -67,6 +67,10 @@ func (co *coordinator) addStat(st RebalanceStat) {
 		"last_join_to_last_sync_ms", float64(st.Duration.Microseconds())/1000)
 }
 
+// loadRefusals counts group requests answered COORDINATOR_LOAD_IN_PROGRESS
+// (tests wait on it to know a client was refused).
+var loadRefusals atomic.Int64
+
 // groupCheck is the coordinator-level check every group request starts
 // with: a valid group id and its offsets partition loaded.
 func (co *coordinator) groupCheck(id string) int16 {
@@ -74,6 +78,7 @@ func (co *coordinator) groupCheck(id string) int16 {
 		return kerr.InvalidGroupID.Code
 	}
 	if co.loading[offsetsPartition(id, co.cfg.OffsetsTopicNumPartitions)].Load() {
+		loadRefusals.Add(1)
 		return kerr.CoordinatorLoadInProgress.Code
 	}
 	co.mu.Lock()

@@ -229,8 +229,12 @@ func TestGroupErrors(t *testing.T) {
 	prod := newClient(t, s, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceSpread(t, prod, "errs", 2, 20, 0)
 	m := startMember(t, s, "kgo", g, "errs")
-	waitFor(t, 20*time.Second, "the kgo member to consume", func() bool { return len(m.records()) >= 8+3 })
-	time.Sleep(200 * time.Millisecond)
+	// Caught up to the last record of both partitions in a settled group:
+	// nothing more can come without a rebalance.
+	waitFor(t, 20*time.Second, "the kgo member to consume", func() bool {
+		return len(m.records()) >= 8+3 && m.caughtUp(map[int32]int64{0: 9, 1: 9})
+	})
+	waitSettled(t, s, g, m)
 	for _, r := range m.records() {
 		if (r.Partition == 0 && r.Offset < 2) || (r.Partition == 1 && r.Offset < 7) {
 			t.Fatalf("kgo member got %d@%d, before the committed offset", r.Partition, r.Offset)
@@ -275,15 +279,18 @@ func TestGroupOffsetsLoading(t *testing.T) {
 	wantCode(t, "JoinGroup while loading", jr.ErrorCode, kerr.CoordinatorLoadInProgress)
 	wantCode(t, "commit while loading", commit(c, "g-load", "", -1, "load", 0, 1), kerr.CoordinatorLoadInProgress)
 
+	refused := loadRefusals.Load()
 	m := startMember(t, s, "a", "g-load", "load")
-	time.Sleep(300 * time.Millisecond)
+	// The member has been refused (it retries): it has not joined, so it
+	// cannot have consumed.
+	waitFor(t, 20*time.Second, "the member to be told the load is in progress", func() bool { return loadRefusals.Load() > refused })
 	if n := len(m.records()); n != 0 {
 		t.Fatalf("member consumed %d records before the offsets were loaded", n)
 	}
 	close(release)
 	released = true
-	waitFor(t, 20*time.Second, "4 records after the load", func() bool { return len(m.records()) >= 4 })
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 20*time.Second, "4 records after the load", func() bool { return len(m.records()) >= 4 && m.caughtUp(map[int32]int64{0: 9}) })
+	waitSettled(t, s, "g-load", m)
 	if recs := m.records(); len(recs) != 4 || recs[0].Offset != 6 {
 		t.Fatalf("member got %d records from offset %d, want 4 from the committed 6", len(recs), recs[0].Offset)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,8 +99,12 @@ func TestGroupCommitsSurviveRestart(t *testing.T) {
 	}
 	produceSpread(t, cl2, "resume", 3, 6, 30)
 	m2 := startMember(t, s2, "b", "g-resume", "resume")
-	waitFor(t, 20*time.Second, "6 new records", func() bool { return len(m2.records()) >= 6 })
-	time.Sleep(300 * time.Millisecond) // anything older would show up by now
+	// Caught up to the last record of each partition in a settled group:
+	// anything older would have come first, and nothing more can come.
+	waitFor(t, 20*time.Second, "6 new records", func() bool {
+		return len(m2.records()) >= 6 && m2.caughtUp(map[int32]int64{0: 11, 1: 11, 2: 11})
+	})
+	waitSettled(t, s2, "g-resume", m2)
 	for _, r := range m2.records() {
 		if r.Offset < 10 {
 			t.Fatalf("resumed member got %s/%d@%d, below the committed offset 10", r.Topic, r.Partition, r.Offset)
@@ -138,10 +143,13 @@ func TestGroupDeliveryAcrossRebalances(t *testing.T) {
 		members = append(members, m)
 		return m
 	}
-	// Records flow the whole time: a alone, a+b, a+b+c, a+c.
-	start("a")
+	// Records flow the whole time: a alone, a+b, a+b+c, a+c. Each phase
+	// lasts until its split is in place in a Stable group and records were
+	// consumed in its generation (not for a time: a loaded machine may
+	// produce little in one).
+	a := start("a")
 	stop, done := make(chan struct{}), make(chan error, 1)
-	n := 0
+	var produced atomic.Int64
 	go func() {
 		for i := 0; ; i++ {
 			select {
@@ -155,23 +163,52 @@ func TestGroupDeliveryAcrossRebalances(t *testing.T) {
 				done <- err
 				return
 			}
-			n++
+			produced.Add(1)
 			if i%parts == parts-1 {
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // pacing, not timing
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	consumedIn := func(gen int32) int {
+		k := 0
+		for _, m := range members {
+			m.mu.Lock()
+			for _, g := range m.gens {
+				if g == gen {
+					k++
+				}
+			}
+			m.mu.Unlock()
+		}
+		return k
+	}
+	phase := func(what string, split map[*groupMember]int) {
+		t.Helper()
+		waitFor(t, 30*time.Second, what, func() bool {
+			gen, st := groupGeneration(s, "g-churn")
+			if st != groupStable {
+				return false
+			}
+			for m, want := range split {
+				if len(m.ownedParts()) != want {
+					return false
+				}
+			}
+			return consumedIn(gen) >= 15
+		})
+	}
+	phase("a alone", map[*groupMember]int{a: 6})
 	b := start("b")
-	time.Sleep(400 * time.Millisecond)
-	start("c")
-	time.Sleep(400 * time.Millisecond)
+	phase("a and b", map[*groupMember]int{a: 3, b: 3})
+	c := start("c")
+	phase("a, b and c", map[*groupMember]int{a: 2, b: 2, c: 2})
 	b.close()
-	time.Sleep(400 * time.Millisecond)
+	phase("a and c", map[*groupMember]int{a: 3, c: 3})
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	n := int(produced.Load())
 	if n < 60 {
 		t.Fatalf("only %d records produced", n)
 	}

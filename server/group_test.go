@@ -152,6 +152,52 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) time.
 	return time.Since(start)
 }
 
+// waitSettled waits until group id is Stable and each member's client is
+// in the group's current generation (no rebalance pending or running), and
+// returns that generation.
+func waitSettled(t testing.TB, s *Server, id string, ms ...*groupMember) int32 {
+	t.Helper()
+	var gen int32
+	waitFor(t, 20*time.Second, "group "+id+" to settle", func() bool {
+		g, st := groupGeneration(s, id)
+		if st != groupStable {
+			return false
+		}
+		for _, m := range ms {
+			if _, mg := m.cl.GroupMetadata(); mg != g {
+				return false
+			}
+		}
+		gen = g
+		return true
+	})
+	return gen
+}
+
+// lastOffsets is the highest offset m got per partition.
+func (m *groupMember) lastOffsets() map[int32]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[int32]int64{}
+	for _, r := range m.recs {
+		if o, ok := out[r.Partition]; !ok || r.Offset > o {
+			out[r.Partition] = r.Offset
+		}
+	}
+	return out
+}
+
+// caughtUp reports whether m got every partition in last up to its offset.
+func (m *groupMember) caughtUp(last map[int32]int64) bool {
+	got := m.lastOffsets()
+	for p, o := range last {
+		if got[p] < o {
+			return false
+		}
+	}
+	return true
+}
+
 func ownCount(ms ...*groupMember) func() string {
 	return func() string {
 		var b strings.Builder

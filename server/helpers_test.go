@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -164,8 +163,4 @@ func healthy(t testing.TB, s *Server) {
 	if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(supportedAPIs) {
 		t.Fatalf("server unhealthy: %+v", resp)
 	}
-}
-
-func topicName(t testing.TB) string {
-	return fmt.Sprintf("t%d", time.Now().UnixNano()%1e9)
 }

@@ -53,9 +53,9 @@ func TestLiveFlushAndRetentionConfigs(t *testing.T) {
 	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
 
 	produce(3)
-	time.Sleep(50 * time.Millisecond)
-	if l.FlushedOffset() != 0 {
-		t.Fatalf("flushed to %d with no flush settings", l.FlushedOffset())
+	// Nothing flushes: no flush.messages, and no flush.ms for a flusher.
+	if o := l.Options(); o.FlushMs != segment.Never || o.FlushMessages != segment.Never || l.FlushedOffset() != 0 {
+		t.Fatalf("flushed to %d with no flush settings (flush.ms %d, flush.messages %d)", l.FlushedOffset(), o.FlushMs, o.FlushMessages)
 	}
 	if c := incAlter(t, s, 1, "live", "flush.ms", set, "10"); c != 0 {
 		t.Fatalf("set flush.ms: %d", c)
@@ -74,7 +74,8 @@ func TestLiveFlushAndRetentionConfigs(t *testing.T) {
 	}
 
 	produce(16) // 20 records of ~1 KB in 4 KB segments
-	time.Sleep(50 * time.Millisecond)
+	// A retention pass for certain (no sleep hoping the checker ran).
+	s.topics.cleaner.CheckRetention()
 	if l.LogStartOffset() != 0 {
 		t.Fatalf("log start %d before any retention setting", l.LogStartOffset())
 	}

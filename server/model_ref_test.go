@@ -117,17 +117,16 @@ func (m *model) apply(acked []placed) error {
 
 // fetched is one partition of a Fetch response.
 type fetched struct {
-	topic              string
-	part               int32
-	version            int16 // of the Fetch sent
-	offset             int64 // requested
-	code               int16
-	hw, lso, logStart  int64
-	batches            []byte
-	hwMin, hwMax       int64 // the high watermark the model allows
-	wantCode           int16
-	wantStart          int64
-	concurrentProduces bool
+	topic             string
+	part              int32
+	version           int16 // of the Fetch sent
+	offset            int64 // requested
+	code              int16
+	hw, lso, logStart int64
+	batches           []byte
+	hwMin, hwMax      int64 // the high watermark the model allows
+	wantCode          int16
+	wantStart         int64
 }
 
 func fetchedFrom(topic string, version int16, offset int64, p *kmsg.FetchResponseTopicPartition) fetched {

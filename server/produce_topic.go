@@ -1,9 +1,8 @@
 package server
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -28,47 +27,6 @@ var compressionCodecs = map[string]record.Codec{
 	"lz4": record.CodecLZ4, "zstd": record.CodecZstd,
 }
 
-// checkCompressionType accepts Kafka's compression.type values.
-func checkCompressionType(v string) error {
-	if _, ok := compressionCodecs[v]; ok || v == "producer" {
-		return nil
-	}
-	return fmt.Errorf("want producer, uncompressed, gzip, snappy, lz4 or zstd")
-}
-
-// Compression levels (KIP-390): compression.<codec>.level, a topic config
-// with a broker default of the same name, sets the level of batches the
-// broker recompresses to that codec.
-type levelDef struct {
-	name  string
-	check func(string) error // Kafka's range
-	field func(*Config) *int // the broker default
-}
-
-var levelDefs = map[record.Codec]levelDef{
-	record.CodecGzip: {"compression.gzip.level", checkGzipLevel, func(c *Config) *int { return &c.GzipLevel }},
-	record.CodecLZ4:  {"compression.lz4.level", checkLong(1, 17), func(c *Config) *int { return &c.LZ4Level }},
-	record.CodecZstd: {"compression.zstd.level", checkLong(-131072, 22), func(c *Config) *int { return &c.ZstdLevel }},
-}
-
-// levelDefNamed finds a level config by name.
-func levelDefNamed(name string) (levelDef, bool) {
-	for _, d := range levelDefs {
-		if d.name == name {
-			return d, true
-		}
-	}
-	return levelDef{}, false
-}
-
-// checkGzipLevel accepts 1-9 and -1 (the codec's default), as Kafka does.
-func checkGzipLevel(v string) error {
-	if strings.TrimSpace(v) == "-1" {
-		return nil
-	}
-	return checkLong(1, 9)(v)
-}
-
 // lz4DefaultLevel is compression.lz4.level's default. As in Kafka, it
 // means lz4's fast compressor; every other level is an lz4-HC level.
 const lz4DefaultLevel = 9
@@ -90,40 +48,21 @@ func recordLevel(c record.Codec, level int) int {
 	return level
 }
 
-// resolveProduceSettings computes t's produce settings from its overrides,
-// falling back to the broker's message.max.bytes and compression.type.
-func (ts *topicStore) resolveProduceSettings(configs map[string]string) (*produceSettings, error) {
-	ps := &produceSettings{maxBytes: ts.cfg.MessageMaxBytes}
-	if v, ok := configs["max.message.bytes"]; ok {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%w: max.message.bytes %q", ErrConfig, v)
-		}
-		ps.maxBytes = int32(n)
+// produceSettingsOf are the produce settings of a topic's effective config
+// c: its max.message.bytes, and with compression.type (KIP-390) a codec
+// other than producer, that codec at its compression.<codec>.level.
+func produceSettingsOf(c *Config) *produceSettings {
+	ps := &produceSettings{maxBytes: c.MessageMaxBytes}
+	ps.codec, ps.recompress = compressionCodecs[c.CompressionType]
+	switch ps.codec {
+	case record.CodecGzip:
+		ps.level = recordLevel(ps.codec, c.GzipLevel)
+	case record.CodecLZ4:
+		ps.level = recordLevel(ps.codec, c.LZ4Level)
+	case record.CodecZstd:
+		ps.level = recordLevel(ps.codec, c.ZstdLevel)
 	}
-	ct, ok := configs["compression.type"]
-	if !ok {
-		ct = ts.cfg.CompressionType
-	}
-	if err := checkCompressionType(ct); err != nil {
-		return nil, fmt.Errorf("%w: compression.type %q: %w", ErrConfig, ct, err)
-	}
-	ps.codec, ps.recompress = compressionCodecs[ct]
-	if d, ok := levelDefs[ps.codec]; ok {
-		level := *d.field(ts.cfg)
-		if v, ok := configs[d.name]; ok {
-			// CreateTopics and AlterConfigs check the value before it is
-			// stored; one that fails here was kept by an older strata,
-			// which stored these configs without applying them.
-			if err := d.check(v); err != nil {
-				ts.log.Warn("ignoring a stored compression level outside Kafka's range; using the broker's", "config", d.name, "value", v, "broker", level, "err", err)
-			} else {
-				level, _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-		}
-		ps.level = recordLevel(ps.codec, level)
-	}
-	return ps, nil
+	return ps
 }
 
 // produceSettings returns t's resolved settings (the broker defaults for a
@@ -158,12 +97,19 @@ func (s *Server) applyTopicCodec(c *conn, t *topic, recs []byte) ([]byte, int16,
 	if !ps.recompress || b.Codec() == ps.codec {
 		return recs, 0, ""
 	}
-	if s.cfg.ProduceValidation != "full" {
-		if err := b.ValidateDeepWith(0, &c.rr, true); err != nil {
-			return nil, kerr.CorruptMessage.Code, err.Error()
+	if s.cfg.ProduceValidation != "full" && b.Codec() != record.CodecNone {
+		if code, msg := c.validateStream(b, false); code != 0 {
+			return nil, code, msg
 		}
 	}
-	out, err := b.AppendRecompressed(make([]byte, 0, len(recs)+64), ps.codec, ps.level)
+	// Streamed from the old codec to the new one, within the decompression
+	// budget, and given up as soon as the result passes max.message.bytes.
+	release := s.decompression.acquire(record.RecompressMemory(b.Codec(), b.RecordsBytes(), ps.codec, ps.level))
+	out, err := b.AppendRecompressedLimit(make([]byte, 0, len(recs)+64), ps.codec, ps.level, int(ps.maxBytes))
+	release()
+	if errors.Is(err, record.ErrRecompressedTooLarge) {
+		return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("batch exceeds max.message.bytes %d of topic %s after recompression to %s", ps.maxBytes, t.name, ps.codec)
+	}
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, "recompressing to compression.type " + ps.codec.String() + ": " + err.Error()
 	}

@@ -39,7 +39,9 @@ type Server struct {
 	groups *coordinator // the group coordinator
 
 	listeners  []net.Listener
-	advertised Listener // what Metadata tells clients to dial
+	advertised Listener       // what Metadata tells clients to dial
+	limits     *connLimits    // max.connections, max.connections.per.ip
+	reqMem     *requestMemory // queued.max.request.bytes
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -55,6 +57,12 @@ type Server struct {
 	closeMu sync.Mutex
 	closed  bool
 	stopErr error
+
+	// decompression is the produce path's decompression memory budget
+	// (produce_memory.go); maxDecompressed caps what one batch may
+	// decompress to (0: record.MaxDecompressedSize; tests lower it).
+	decompression   *memBudget
+	maxDecompressed atomic.Int64
 }
 
 // Start loads the log dirs (meta.properties, topic table, partition logs),
@@ -79,11 +87,19 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	if o.FS == nil {
 		o.FS = vfs.OS
 	}
+	limits, err := newConnLimits(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		cfg:             cfg,
-		log:             o.Logger,
-		conns:           map[*conn]struct{}{},
-		done:            make(chan struct{}),
+		cfg:    cfg,
+		log:    o.Logger,
+		conns:  map[*conn]struct{}{},
+		done:   make(chan struct{}),
+		limits: limits,
+		reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes),
+
+		decompression:   newMemBudget(DecompressionBudget),
 		onLogDirOffline: o.OnLogDirOffline,
 	}
 	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger, o.FS)
@@ -153,12 +169,20 @@ func (s *Server) Addr() net.Addr { return s.listeners[0].Addr() }
 // ClusterID is the cluster id from meta.properties.
 func (s *Server) ClusterID() string { return s.topics.clusterID }
 
+// acceptLoop accepts connections while max.connections allows: it takes a
+// slot before it accepts, so at the limit new clients wait in the kernel's
+// backlog until a connection closes (Kafka's acceptor waits the same way).
+// A connection over its address's max.connections.per.ip is closed at once.
 func (s *Server) acceptLoop(ln net.Listener) {
 	defer s.accWG.Done()
 	var delay time.Duration
 	for {
+		if !s.limits.waitSlot(s.done) {
+			return
+		}
 		nc, err := ln.Accept()
 		if err != nil {
+			s.limits.releaseSlot()
 			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -173,11 +197,21 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			continue
 		}
 		delay = 0
+		ip := remoteIP(nc)
+		if ok, max := s.limits.admitIP(ip); !ok {
+			s.log.Info("rejected connection: the address already has max.connections.per.ip", "remote", nc.RemoteAddr().String(), "max", max)
+			nc.Close()
+			s.limits.releaseSlot()
+			continue
+		}
 		c := newConn(s, nc)
+		c.ip = ip
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
 			nc.Close()
+			s.limits.releaseIP(ip)
+			s.limits.releaseSlot()
 			return
 		}
 		s.conns[c] = struct{}{}
@@ -191,6 +225,8 @@ func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.limits.releaseIP(c.ip)
+	s.limits.releaseSlot()
 	s.connWG.Done()
 }
 

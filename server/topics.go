@@ -36,8 +36,9 @@ type topic struct {
 	id            [16]byte
 	configs       map[string]string
 	parts         []*partition
-	logAppendTime atomic.Bool // message.timestamp.type=LogAppendTime
-	compacted     atomic.Bool // cleanup.policy includes compact
+	eff           atomic.Pointer[Config] // effective config: the broker's with the overrides (topicConfig)
+	logAppendTime atomic.Bool            // message.timestamp.type=LogAppendTime
+	compacted     atomic.Bool            // cleanup.policy includes compact
 	produce       atomic.Pointer[produceSettings]
 }
 
@@ -103,12 +104,22 @@ func (ts *topicStore) load() error {
 	}
 	_, statErr := ts.fs.Stat(ts.topicsPath())
 	haveTable := statErr == nil
-	configs := map[string]map[string]string{}
+	// Each topic's config is resolved once: a stored override that fails
+	// its check is warned about and the broker's value used.
+	effs := map[string]*topic{}
 	for _, it := range items {
-		configs[it.Name] = it.Configs
+		t := &topic{name: it.Name, configs: it.Configs}
+		if err := ts.applyTopicConfigs(t, lenient); err != nil {
+			return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
+		}
+		effs[it.Name] = t
 	}
 	if err := ts.openDataDirs(func(topic string) *segment.Options {
-		o, err := ts.segmentOptions(configs[topic])
+		c := ts.cfg
+		if t := effs[topic]; t != nil {
+			c = ts.effective(t)
+		}
+		o, err := segmentOptions(c, ts.log)
 		if err != nil {
 			return nil
 		}
@@ -126,10 +137,8 @@ func (ts *topicStore) load() error {
 		if err != nil || validateTopicName(it.Name) != nil || it.Partitions < 1 {
 			return fmt.Errorf("%w: %s: bad topic entry %q", ErrDataDir, ts.topicsPath(), it.Name)
 		}
-		t := &topic{name: it.Name, id: uid, configs: it.Configs}
-		if err := ts.applyTopicConfigs(t); err != nil {
-			return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
-		}
+		t := effs[it.Name]
+		t.id = uid
 		if err := ts.openPartitions(t, it.Partitions); err != nil {
 			return err
 		}
@@ -181,8 +190,16 @@ func (ts *topicStore) loadMetaProperties() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: %s: %w", ErrDataDir, p, err)
 		}
-		if n, err := strconv.ParseInt(kv["node.id"], 10, 32); err != nil || int32(n) != ts.cfg.NodeID {
-			return "", fmt.Errorf("%w: %s holds node.id %q, configured %d", ErrDataDir, p, kv["node.id"], ts.cfg.NodeID)
+		nid, ok := kv["node.id"]
+		if !ok {
+			return "", fmt.Errorf("%w: %s is not a valid meta.properties (no node.id=; garbage or damaged): repair it, or remove it and a new one is written (with a new cluster.id)", ErrDataDir, p)
+		}
+		n, err := strconv.ParseInt(nid, 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s is not a valid meta.properties: node.id %q is not a number", ErrDataDir, p, nid)
+		}
+		if int32(n) != ts.cfg.NodeID {
+			return "", fmt.Errorf("%w: %s holds node.id %d, configured %d", ErrDataDir, p, n, ts.cfg.NodeID)
 		}
 		id := kv["cluster.id"]
 		if id == "" || (clusterID != "" && id != clusterID) {
@@ -288,7 +305,8 @@ func (ts *topicStore) create(name string, n int32, configs map[string]string, va
 	if err := validateTopicConfigs(configs, nil); err != nil {
 		return nil, err
 	}
-	if _, err := ts.segmentOptions(configs); err != nil {
+	t := &topic{name: strings.Clone(name), configs: configs, parts: make([]*partition, 0, n)}
+	if err := ts.applyTopicConfigs(t, strictAll); err != nil {
 		return nil, err
 	}
 	ts.mu.Lock()
@@ -302,10 +320,7 @@ func (ts *topicStore) create(name string, n int32, configs map[string]string, va
 	if validateOnly {
 		return nil, nil
 	}
-	t := &topic{name: strings.Clone(name), id: newUUID(), configs: configs, parts: make([]*partition, 0, n)}
-	if err := ts.applyTopicConfigs(t); err != nil {
-		return nil, err
-	}
+	t.id = newUUID()
 	if err := ts.persist(t); err != nil {
 		return nil, err
 	}
@@ -329,7 +344,7 @@ func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
 			t.parts = t.parts[:start]
 		}
 	}()
-	opts, err := ts.segmentOptions(t.configs)
+	opts, err := segmentOptions(ts.effective(t), ts.log)
 	if err != nil {
 		return fmt.Errorf("%w: topic %s: %w", ErrDataDir, t.name, err)
 	}
@@ -394,89 +409,6 @@ func (ts *topicStore) emptiestDir() string {
 		}
 	}
 	return best
-}
-
-// segmentOptions are the log options for a topic: broker defaults, then the
-// topic's overrides (Kafka's topic config names).
-func (ts *topicStore) segmentOptions(configs map[string]string) (*segment.Options, error) {
-	c := ts.cfg
-	o := &segment.Options{
-		SegmentBytes:   c.SegmentBytes,
-		SegmentMs:      c.SegmentMs,
-		RetentionMs:    c.RetentionMs,
-		RetentionBytes: c.RetentionBytes,
-		FlushMessages:  c.FlushMessages,
-		FlushMs:        c.FlushMs,
-		Preallocate:    c.Preallocate,
-		Logger:         ts.log,
-	}
-	for k, v := range configs {
-		var dst *int64
-		switch k {
-		case "preallocate":
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s=%q", ErrConfig, k, v)
-			}
-			o.Preallocate = b
-			continue
-		case "segment.bytes":
-			dst = &o.SegmentBytes
-		case "segment.ms":
-			dst = &o.SegmentMs
-		case "retention.ms":
-			dst = &o.RetentionMs
-		case "retention.bytes":
-			dst = &o.RetentionBytes
-		case "flush.messages":
-			dst = &o.FlushMessages
-		case "flush.ms":
-			dst = &o.FlushMs
-		default:
-			continue // kept, not yet applied
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s=%q", ErrConfig, k, v)
-		}
-		*dst = n
-	}
-	o = o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return o, nil
-}
-
-// applyTopicConfigs checks the produce-relevant topic configs (falling back
-// to the broker defaults) and sets t's flags.
-func (ts *topicStore) applyTopicConfigs(t *topic) error {
-	tt, ok := t.configs["message.timestamp.type"]
-	if !ok {
-		tt = ts.cfg.TimestampType
-	}
-	if err := checkTimestampType(tt); err != nil {
-		return fmt.Errorf("%w: message.timestamp.type %w", ErrConfig, err)
-	}
-	cp, ok := t.configs["cleanup.policy"]
-	if !ok {
-		cp = ts.cfg.CleanupPolicy
-	}
-	compact, err := parseCleanupPolicy(cp)
-	if err != nil {
-		return fmt.Errorf("%w: cleanup.policy %w", ErrConfig, err)
-	}
-	if _, err := ts.cleanerLogConfig(t.configs); err != nil {
-		return err
-	}
-	ps, err := ts.resolveProduceSettings(t.configs)
-	if err != nil {
-		return err
-	}
-	t.logAppendTime.Store(tt == "LogAppendTime")
-	t.compacted.Store(compact)
-	t.produce.Store(ps)
-	return nil
 }
 
 // close stops the cleaner, then flushes and closes every log: logs in a

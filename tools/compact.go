@@ -46,6 +46,9 @@ partition's entry in the cleaner-offset-checkpoint of the parent directory
 
 --delete-retention is a Go duration (24h, 90m, 0s); without it a topic's
 delete.retention.ms from strata-topics.json applies, else Kafka's default 24h.
+As in Kafka (KIP-534), a pass stamps each batch holding tombstones with a delete
+horizon (now + the retention) and a later pass at or past it removes them: with
+0s the next pass does (run it with --from-start when nothing new was written).
 The topic's min.compaction.lag.ms and segment.bytes apply too when set there.
 --dry-run decides everything and reports what would be removed, changing nothing.
 

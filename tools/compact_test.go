@@ -232,3 +232,59 @@ func TestCompactRefusals(t *testing.T) {
 		t.Errorf("--help: exit %d", code)
 	}
 }
+
+// tombstonesIn counts the tombstones dumplog --deep-iteration shows in dir.
+func tombstonesIn(t *testing.T, dir string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	stdout, _, code := run(t, append([]string{"dumplog", "--deep-iteration"}, files...)...)
+	if code != 0 {
+		t.Fatalf("dumplog: exit %d", code)
+	}
+	return strings.Count(stdout, "valueSize: -1 ")
+}
+
+// TestCompactDeleteRetentionZero: --delete-retention 0s (and a topic's
+// delete.retention.ms=0 in strata-topics.json) means 0, not the 24 h default:
+// the first pass stamps the tombstones' horizon, the second removes them all,
+// with no wait (the horizon is the first pass's clock).
+func TestCompactDeleteRetentionZero(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"flag-0", "conf-0"} {
+		if _, stderr, code := run(t, "bench", "log", "--dir", filepath.Join(root, n), "--records", "4000", "--batch-records", "50",
+			"--record-size", "20", "--keys", "40", "--tombstones", "20", "--segment-bytes", "40000", "--keep", "--runs", "1"); code != 0 {
+			t.Fatalf("bench log: exit %d: %s", code, stderr)
+		}
+	}
+	write(t, filepath.Join(root, topicsFile), []byte(`{"version":1,"topics":[
+ {"name":"conf","topic_id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":1,"configs":{"cleanup.policy":"compact","delete.retention.ms":"0"}}]}`))
+	for _, c := range []struct {
+		dir  string
+		args []string
+	}{
+		{filepath.Join(root, "flag-0"), []string{"compact", "--json", "--from-start", "--delete-retention", "0s", filepath.Join(root, "flag-0")}},
+		{filepath.Join(root, "conf-0"), []string{"compact", "--json", "--from-start", root}},
+	} {
+		if tombstonesIn(t, c.dir) == 0 {
+			t.Fatalf("%s: bench data without tombstones", c.dir)
+		}
+		var removed []int64
+		for pass := 0; pass < 2; pass++ {
+			stdout, stderr, code := run(t, c.args...)
+			var res compactResult
+			if err := json.Unmarshal([]byte(strings.Split(stdout, "\n")[0]), &res); code != ExitOK || err != nil {
+				t.Fatalf("%v: exit %d %v\n%s%s", c.args, code, err, stdout, stderr)
+			}
+			if res.DeleteRetentionMs != 0 {
+				t.Fatalf("%v: delete_retention_ms %d", c.args, res.DeleteRetentionMs)
+			}
+			removed = append(removed, res.TombstonesRemoved)
+		}
+		if n := tombstonesIn(t, c.dir); n != 0 || removed[0] != 0 || removed[1] == 0 {
+			t.Errorf("%v: %d tombstones left; removed %v by the two passes", c.args, n, removed)
+		}
+		if stdout, _, code := run(t, "verify", c.dir); code != ExitOK {
+			t.Errorf("verify: exit %d\n%s", code, stdout)
+		}
+	}
+}

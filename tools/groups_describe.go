@@ -49,11 +49,8 @@ type tp struct {
 	part  int32
 }
 
-// errNoGroup marks a group the coordinator does not know.
-var errNoGroup = errors.New("group does not exist")
-
-// describeGroup returns the group as its coordinator describes it, or
-// errNoGroup (exit 1).
+// describeGroup returns the group as its coordinator describes it; a group
+// the coordinator does not know is refused (exit 1).
 func (r *groupsRun) describeGroup(ctx context.Context) (kadm.DescribedGroup, error) {
 	dg, err := r.adm.DescribeGroups(ctx, r.group)
 	if err != nil {

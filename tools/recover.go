@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,17 +31,24 @@ func recoverCommand() *cli.Command {
 
 A data directory is recovered exactly as broker start-up recovers it: under its
 .lock, honouring the recovery-point and log-start checkpoints and the clean-shutdown
-marker; torn, garbage or zeroed tails are cut at the first invalid entry, segments
-after a cut are removed, bad or missing indexes rebuilt, leftover .swap/.cleaned/
-.deleted files finished or removed, producer snapshots, aborted transactions and
-leader epochs past the new log end trimmed. Then it is closed as a clean shutdown
-does: the checkpoints are rewritten to match the repaired logs and the
-clean-shutdown marker is written, so a second run finds nothing to do.
-Segments below a partition's recovery point are trusted, as the broker trusts
-them; to rescan one partition in full, give its directory.
+marker. Segments below a partition's recovery point (all of them after a clean
+shutdown) are trusted, their tails and indexes checked: a torn or garbage tail
+there is cut from that segment alone and the later segments are kept (the log
+then has a gap in its offsets). From the recovery point on, torn, garbage or
+zeroed tails are cut at the first invalid entry and the segments after the cut
+are removed, as Kafka does. Bad or missing indexes are rebuilt, leftover
+.swap/.cleaned/.deleted files finished or removed, producer snapshots, aborted
+transactions and leader epochs past the new log end trimmed. Then it is closed
+as a clean shutdown does: the checkpoints are rewritten to match the repaired
+logs and the clean-shutdown marker is written, so a second run finds nothing to
+do. An unreadable recovery-point checkpoint makes every partition scanned in
+full. To rescan one partition in full, give its directory.
+
+(Broker start cuts the same way and keeps every byte it cuts in
+<partition>/recovery-backup/<UTC time>/, laid out as --backup below.)
 
 A partition directory is scanned from its first segment (every entry's framing
-and CRC). If its parent has a .lock file, that lock is taken to keep a broker out.
+and CRC), as from a recovery point of 0: the segments after a cut are removed. If its parent has a .lock file, that lock is taken to keep a broker out.
 Its entries in the parent's offset checkpoints (recovery point, log start,
 replication, cleaner) above the new log end are lowered to it, leader epochs
 starting at or past it are dropped and producer snapshots above it removed.
@@ -80,7 +85,8 @@ truncation (and segments after it are kept); without it, it is cut as a zeroed t
 
 Exit status: 0 the directory is consistent afterwards (the report says what was
 cut; with --dry-run: the inspection ran), 1 it could not be made consistent, 2
-usage or I/O error, or the directory is locked by a running broker.
+usage or I/O error, the directory is locked by a running broker, or it holds no
+partition directories and no segment files (nothing is written into it).
 
 Examples:
    strata recover --dry-run /var/lib/kafka/data
@@ -108,8 +114,8 @@ type recoverResult struct {
 	Changed bool `json:"changed"`
 	// Consistent: a read-only inspection after the run finds nothing to do
 	// (always false for a dry run, which does not repair).
-	Consistent bool            `json:"consistent"`
-	Backup     *backupManifest `json:"backup,omitempty"`
+	Consistent bool                     `json:"consistent"`
+	Backup     *recovery.BackupManifest `json:"backup,omitempty"`
 }
 
 // quietLogger drops the storage layers' log lines: the report says it all.
@@ -139,6 +145,18 @@ func runRecover(c *cli.Context) error {
 	partMode, err := isPartitionDir(path)
 	if err != nil {
 		return failErr(fmt.Errorf("recover: %w", err))
+	}
+	if !partMode {
+		// Recovering a directory without partitions would only write a
+		// .lock, empty checkpoints and a clean-shutdown marker into it: most
+		// likely a wrong path (a parent of the data directory, an empty one).
+		has, err := hasPartitionDirs(path)
+		if err != nil {
+			return failErr(fmt.Errorf("recover: %w", err))
+		}
+		if !has {
+			return usageErr("recover: %s holds no partition directories (<topic>-<partition>) and no segment files: not a data directory or a partition directory; nothing was changed", path)
+		}
 	}
 	res := &recoverResult{Type: "recover", Path: path, Mode: "data_dir"}
 	if partMode {
@@ -202,6 +220,25 @@ func isPartitionDir(dir string) (bool, error) {
 	return isPartitionDirName(filepath.Base(dir)), nil
 }
 
+// hasPartitionDirs reports whether dir holds a partition directory, live or
+// waiting for deletion (<topic>-<n>.<id>-delete, -stray).
+func hasPartitionDirs(dir string) (bool, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range des {
+		if !d.IsDir() {
+			continue
+		}
+		n := strings.TrimSuffix(strings.TrimSuffix(d.Name(), "-delete"), "-stray")
+		if isPartitionDirName(n) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // recoverRun is one recover invocation.
 type recoverRun struct {
 	path string
@@ -221,7 +258,8 @@ func (r *recoverRun) segmentOptions() *segment.Options {
 }
 
 func (r *recoverRun) recoveryOptions() *recovery.Options {
-	return &recovery.Options{Logger: quietLogger(), Lock: func(string) (func() error, error) {
+	// NoBackup: with --backup the tool has saved what the plan cuts first.
+	return &recovery.Options{Logger: quietLogger(), NoBackup: true, Lock: func(string) (func() error, error) {
 		return func() error { return nil }, nil // the tool holds the lock for the whole run
 	}, OptionsFor: func(string) *segment.Options { return &segment.Options{Preallocate: r.prealloc} }}
 }
@@ -325,7 +363,7 @@ func warnIfLocked(w io.Writer, path string, part bool) {
 
 // recover plans from the read-only inspection, saves the bytes to be cut,
 // recovers, checks that what was cut is what was saved, and inspects again.
-func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *backupManifest, consistent bool, err error) {
+func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *recovery.BackupManifest, consistent bool, err error) {
 	unlock, err := r.lock()
 	if err != nil {
 		return nil, nil, false, err
@@ -339,8 +377,13 @@ func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *backup
 	if err != nil {
 		return plan, nil, false, err
 	}
+	var bk *recovery.Backup
 	if backupDir != "" && len(allCuts(plan))+len(r.snapshots) > 0 {
-		if bm, err = saveBackup(backupDir, plan, r.snapshots); err != nil {
+		bk, err = saveBackup(backupDir, plan, r.snapshots)
+		if bk != nil {
+			bm = bk.Manifest()
+		}
+		if err != nil {
 			return plan, bm, false, failErr(fmt.Errorf("recover: backup: %w (nothing was changed)", err))
 		}
 	}
@@ -373,8 +416,8 @@ func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *backup
 			return rep, bm, false, failErr(fmt.Errorf("recover: close %s: %w", r.path, err))
 		}
 	}
-	if bm != nil {
-		if err := bm.check(allCuts(rep)); err != nil {
+	if bk != nil {
+		if err := bk.Check(allCuts(rep)); err != nil {
 			return rep, bm, false, &exitError{code: ExitProblems, err: fmt.Errorf("recover: backup: %w", err)}
 		}
 	}
@@ -394,7 +437,7 @@ func missingIndexes(dir string, rep *recovery.Report) (int, error) {
 	}
 	removed := map[string]bool{}
 	for _, c := range allCuts(rep) {
-		if c.removed {
+		if c.Removed {
 			removed[filepath.Base(c.File)] = true
 		}
 	}
@@ -439,75 +482,42 @@ func partitionAsReport(dir string, lr *segment.LoadReport) *recovery.Report {
 	return rep
 }
 
-// plannedCut is a cut with whether it removes the whole segment (every cut of
-// a partition after its first: the segments after the truncation point).
-type plannedCut struct {
-	segment.Cut
-	removed bool
-}
-
-func allCuts(rep *recovery.Report) []plannedCut {
-	var cs []plannedCut
+func allCuts(rep *recovery.Report) []segment.Cut {
+	var cs []segment.Cut
 	if rep == nil {
 		return nil
 	}
 	for _, p := range rep.Partitions {
-		for i, c := range p.Truncations {
-			cs = append(cs, plannedCut{Cut: c, removed: i > 0})
-		}
+		cs = append(cs, p.Truncations...)
 	}
 	return cs
 }
 
-// backupManifest is MANIFEST.json in the backup directory.
-type backupManifest struct {
-	Dir   string        `json:"dir"`
-	Files []backupEntry `json:"files"`
-}
-
-type backupEntry struct {
-	// Original is the file the bytes came from; Backup holds them.
-	Original string `json:"original"`
-	Backup   string `json:"backup"`
-	// Position is where in Original the bytes began; Length how many.
-	Position int64  `json:"position"`
-	Length   int64  `json:"length"`
-	SHA256   string `json:"sha256"`
-	// Kind: "tail" (a truncated tail), "segment" (a removed segment's .log),
-	// "index" (a removed segment's index file), "snapshot" (a producer
-	// snapshot above the new log end, removed; partition mode).
-	Kind string `json:"kind"`
-	// OldSize is Original's size before recovery.
-	OldSize int64 `json:"old_size"`
-}
-
-// saveBackup copies every byte the plan cuts into dir, fsyncs it and writes
-// MANIFEST.json.
-func saveBackup(dir string, plan *recovery.Report, wholeFiles []string) (*backupManifest, error) {
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.json")); err == nil {
-		return nil, fmt.Errorf("%s already holds a backup (MANIFEST.json); give a new directory", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// saveBackup saves every byte the plan cuts into a new backup in dir (the
+// layout is recovery.Backup's): cut tails, removed segments with their index
+// files, and the producer snapshots wholeFiles to be removed.
+func saveBackup(dir string, plan *recovery.Report, wholeFiles []string) (*recovery.Backup, error) {
+	bk, err := recovery.NewBackup(vfs.OS, dir)
+	if err != nil {
 		return nil, err
 	}
-	bm := &backupManifest{Dir: dir}
 	for _, c := range allCuts(plan) {
 		kind := "tail"
-		if c.removed {
+		if c.Removed {
 			kind = "segment"
 		}
-		if err := bm.save(c.File, c.Position, c.Bytes, kind); err != nil {
-			return bm, err
+		if _, err := bk.Save(c.File, c.Position, c.Bytes, kind); err != nil {
+			return bk, err
 		}
-		if c.removed {
+		if c.Removed {
 			stem := strings.TrimSuffix(c.File, segment.LogSuffix)
 			for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
 				fi, err := os.Stat(stem + suf)
 				if err != nil {
 					continue
 				}
-				if err := bm.save(stem+suf, 0, fi.Size(), "index"); err != nil {
-					return bm, err
+				if _, err := bk.Save(stem+suf, 0, fi.Size(), "index"); err != nil {
+					return bk, err
 				}
 			}
 		}
@@ -515,103 +525,13 @@ func saveBackup(dir string, plan *recovery.Report, wholeFiles []string) (*backup
 	for _, f := range wholeFiles {
 		fi, err := os.Stat(f)
 		if err != nil {
-			return bm, err
+			return bk, err
 		}
-		if err := bm.save(f, 0, fi.Size(), "snapshot"); err != nil {
-			return bm, err
-		}
-	}
-	b, err := json.MarshalIndent(bm, "", "  ")
-	if err != nil {
-		return bm, err
-	}
-	if err := writeSynced(filepath.Join(dir, "MANIFEST.json"), b); err != nil {
-		return bm, err
-	}
-	return bm, syncDir(dir)
-}
-
-// save copies [pos, pos+n) of file into the backup.
-func (bm *backupManifest) save(file string, pos, n int64, kind string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if pos+n != fi.Size() {
-		return fmt.Errorf("%s: planned cut [%d, %d) does not end at the file's size %d", file, pos, pos+n, fi.Size())
-	}
-	sub := filepath.Join(bm.Dir, filepath.Base(filepath.Dir(file)))
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		return err
-	}
-	dst := filepath.Join(sub, fmt.Sprintf("%s@%d", filepath.Base(file), pos))
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	copied, err := io.Copy(io.MultiWriter(out, h), io.NewSectionReader(f, pos, n))
-	if err == nil && copied != n {
-		err = fmt.Errorf("%s: read %d of %d bytes", file, copied, n)
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	bm.Files = append(bm.Files, backupEntry{Original: file, Backup: dst, Position: pos, Length: n,
-		SHA256: hex.EncodeToString(h.Sum(nil)), Kind: kind, OldSize: fi.Size()})
-	return syncDir(sub)
-}
-
-// check compares the backup with what recovery reports it cut, and with the
-// files as recovery left them: every truncated file ends where its saved bytes
-// begin, every removed file is gone.
-func (bm *backupManifest) check(done []plannedCut) error {
-	saved := map[string]backupEntry{}
-	for _, e := range bm.Files {
-		saved[e.Original] = e
-	}
-	for _, c := range done {
-		e, ok := saved[c.File]
-		if !ok || e.Position != c.Position || e.Length != c.Bytes {
-			return fmt.Errorf("recovery cut [%d, +%d) of %s, which the backup does not hold as such", c.Position, c.Bytes, c.File)
+		if _, err := bk.Save(f, 0, fi.Size(), "snapshot"); err != nil {
+			return bk, err
 		}
 	}
-	for _, e := range bm.Files {
-		fi, err := os.Stat(e.Original)
-		switch {
-		case e.Kind == "tail" && (err != nil || fi.Size() != e.Position):
-			return fmt.Errorf("%s: expected it cut to %d bytes after recovery (%v)", e.Original, e.Position, err)
-		case e.Kind != "tail" && err == nil:
-			return fmt.Errorf("%s: expected it removed by recovery, it is still there", e.Original)
-		}
-	}
-	return nil
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return bk, nil
 }
 
 func syncDir(dir string) error {
@@ -637,7 +557,9 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 	}
 	o.str("recover ").str(res.Path).str(" (").str(strings.ReplaceAll(res.Mode, "_", " "))
 	if res.Mode == "data_dir" {
-		if rep.CleanShutdown {
+		if rep.FullScan {
+			o.str(", recovery-point checkpoint unreadable: every partition scanned in full")
+		} else if rep.CleanShutdown {
 			o.str(", clean shutdown: segments trusted, tails and indexes checked")
 		} else {
 			o.str(", unclean shutdown: scanned from the recovery points")
@@ -653,8 +575,8 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 		o.str("  unreadable checkpoint (treated as empty): ").str(f).line()
 	}
 	for _, p := range rep.Partitions {
-		for i, c := range p.Truncations {
-			if i == 0 {
+		for _, c := range p.Truncations {
+			if !c.Removed {
 				o.str("  ").str(verb("cut ", "would cut ")).str(c.File).str(" at byte ").int(c.Position)
 			} else {
 				o.str("  ").str(verb("removed ", "would remove ")).str(c.File)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/recovery"
 )
 
 // fileState is every file under a root with its contents and mtime.
@@ -230,7 +231,7 @@ func checkBackup(t *testing.T, dir string, logs map[string][]byte, res map[strin
 	if err != nil {
 		t.Fatalf("no manifest: %v", err)
 	}
-	var m backupManifest
+	var m recovery.BackupManifest
 	if err := json.Unmarshal(mb, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestRecoverBackupRestore(t *testing.T) {
 	if _, stderr, code := run(t, "recover", p.dir, "--backup", backup); code != ExitOK {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
-	var m backupManifest
+	var m recovery.BackupManifest
 	mb, _ := os.ReadFile(filepath.Join(backup, "MANIFEST.json"))
 	if err := json.Unmarshal(mb, &m); err != nil || len(m.Files) < 2 {
 		t.Fatalf("manifest: %v %s", err, mb)
@@ -445,5 +446,31 @@ func TestRecoverPartitionSideFiles(t *testing.T) {
 	}
 	if again, _, _ := run(t, "recover", p.dir); !strings.Contains(again, "nothing to do") {
 		t.Errorf("second run:\n%s", again)
+	}
+}
+
+// TestRecoverRefusesDirWithoutPartitions: a directory that holds no
+// partition directories (an empty one, a mistyped parent) is refused with
+// exit 2 and left exactly as it was: no .lock, checkpoints or clean-shutdown
+// marker appear in it.
+func TestRecoverRefusesDirWithoutPartitions(t *testing.T) {
+	empty := t.TempDir()
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("not a log\n"), 0o644)
+	os.Mkdir(filepath.Join(other, "backups"), 0o755)
+	for _, dir := range []string{empty, other} {
+		for _, args := range [][]string{{"recover", dir}, {"recover", "--dry-run", dir}, {"recover", "--json", dir}} {
+			before := snapshotFiles(t, dir)
+			stdout, stderr, code := run(t, args...)
+			if code != ExitUsage {
+				t.Errorf("%v: exit %d, want %d\n%s%s", args, code, ExitUsage, stdout, stderr)
+			}
+			if !strings.Contains(stderr, "no partition directories") {
+				t.Errorf("%v: stderr %q", args, stderr)
+			}
+			if d := before.diff(snapshotFiles(t, dir)); d != "" {
+				t.Errorf("%v changed the directory:\n%s", args, d)
+			}
+		}
 	}
 }

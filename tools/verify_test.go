@@ -348,7 +348,7 @@ func TestVerifyFlagsAfterPath(t *testing.T) {
 	if strip(before) != strip(after) || c1 != c2 || !strings.HasPrefix(after, "{") {
 		t.Errorf("flags after the path differ:\n%s\n%s", before, after)
 	}
-	before, _, c1 = run(t, "verify", "--max-message-size", "100", p.dir)
+	_, _, c1 = run(t, "verify", "--max-message-size", "100", p.dir)
 	after, _, c2 = run(t, "verify", p.dir, "--max-message-size", "100")
 	if c1 != ExitProblems || c1 != c2 || !strings.Contains(after, "exceeds the maximum 100") {
 		t.Errorf("--max-message-size after the path: %d %d\n%s", c1, c2, after)

@@ -83,7 +83,7 @@ func parse(data []byte, version, nfields int, what string, entry func(line int, 
 	}
 	v, err := strconv.ParseInt(ls[0], 10, 32)
 	if err != nil {
-		return malformed(1, "version %q is not a number", ls[0])
+		return malformed(1, "version %s is not a number", excerpt(ls[0]))
 	}
 	if v != int64(version) {
 		return malformed(1, "unsupported version %d, expected %d", v, version)
@@ -93,7 +93,7 @@ func parse(data []byte, version, nfields int, what string, entry func(line int, 
 	}
 	n, err := strconv.ParseInt(ls[1], 10, 32)
 	if err != nil || n < 0 {
-		return malformed(2, "entry count %q is not a non-negative number", ls[1])
+		return malformed(2, "entry count %s is not a non-negative number", excerpt(ls[1]))
 	}
 	for i := range int(n) {
 		if 2+i >= len(ls) {
@@ -101,22 +101,35 @@ func parse(data []byte, version, nfields int, what string, entry func(line int, 
 		}
 		f := fields(ls[2+i])
 		if len(f) != nfields {
-			return malformed(3+i, "expected %s, found %d fields in %q", what, len(f), ls[2+i])
+			return malformed(3+i, "expected %s, found %d fields in %s", what, len(f), excerpt(ls[2+i]))
 		}
 		if err := entry(3+i, f); err != nil {
 			return err
 		}
 	}
 	if len(ls) > 2+int(n) {
-		return malformed(3+int(n), "expected %d entries, found more: %q", n, ls[2+int(n)])
+		return malformed(3+int(n), "expected %d entries, found more: %s", n, excerpt(ls[2+int(n)]))
 	}
 	return nil
+}
+
+// maxExcerpt is how many bytes of a bad line an error quotes.
+const maxExcerpt = 24
+
+// excerpt quotes at most maxExcerpt bytes of s, escaped (Go syntax), and says
+// how many more there were: a garbage file must not flood the log line that
+// reports it.
+func excerpt(s string) string {
+	if len(s) <= maxExcerpt {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:maxExcerpt]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 func parseInt(line int, name, s string, bits int) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, bits)
 	if err != nil {
-		return 0, malformed(line, "%s %q is not a %d-bit number", name, s, bits)
+		return 0, malformed(line, "%s %s is not a %d-bit number", name, excerpt(s), bits)
 	}
 	return v, nil
 }

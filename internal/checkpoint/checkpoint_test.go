@@ -214,3 +214,46 @@ func TestWriteCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedQuotesShortPrefix: garbage in a checkpoint is reported with a
+// short escaped prefix of the bad line, never the whole line or raw bytes
+// (the message goes into a log line).
+func TestMalformedQuotesShortPrefix(t *testing.T) {
+	junk := make([]byte, 1<<20)
+	for i := range junk {
+		junk[i] = byte(i*7 + i>>8) // control bytes, invalid UTF-8, no newline
+		if junk[i] == '\n' || junk[i] == '\r' {
+			junk[i] = 0
+		}
+	}
+	long := strings.Repeat("x", 100000)
+	for _, in := range []string{
+		string(junk),
+		"0\n" + string(junk),
+		"0\n1\n" + string(junk),
+		"0\n1\nfoo 0 " + long + "\n",
+		"0\n0\n" + long + "\n",
+	} {
+		_, err := checkpoint.ParseOffsets([]byte(in))
+		if !errors.Is(err, checkpoint.ErrMalformed) {
+			t.Fatalf("%.20q...: %v", in, err)
+		}
+		msg := err.Error()
+		if len(msg) > 250 {
+			t.Errorf("message of %d bytes: %.300s", len(msg), msg)
+		}
+		for _, c := range []byte(msg) {
+			if c < 0x20 || c >= 0x7f {
+				t.Errorf("message holds raw byte %#x: %.300q", c, msg)
+				break
+			}
+		}
+		if !strings.Contains(msg, " bytes)") {
+			t.Errorf("message does not say how long the bad line was: %s", msg)
+		}
+	}
+	_, err := checkpoint.FormatOffsets(map[tp]int64{{strings.Repeat("\x01", 5000), 0}: 1})
+	if !errors.Is(err, checkpoint.ErrInvalidTopic) || len(err.Error()) > 250 {
+		t.Errorf("invalid topic: %d bytes: %.300s", len(err.Error()), err)
+	}
+}

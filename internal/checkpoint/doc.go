@@ -18,7 +18,9 @@
 // \f, \r), so a line may end in whitespace but not start with it; numbers are
 // decimal with an optional sign; a repeated topic-partition keeps its last offset.
 // A wrong version, a malformed line, too few or too many lines, or a negative
-// partition is an error wrapping ErrMalformed that names the line (a *ParseError).
+// partition is an error wrapping ErrMalformed that names the line (a *ParseError)
+// and quotes at most 24 bytes of it, escaped, with its length: a garbage file
+// must not flood the log line that reports it.
 // Offsets and epochs are not range-checked. A missing file is returned as the
 // filesystem's fs.ErrNotExist error, so callers can treat it as empty.
 //

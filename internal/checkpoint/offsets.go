@@ -68,7 +68,7 @@ func AppendOffsets(dst []byte, m map[TopicPartition]int64) ([]byte, error) {
 	dst = append(dst, '\n')
 	for _, tp := range keys {
 		if !ValidTopic(tp.Topic) {
-			return dst, fmt.Errorf("%w: %q", ErrInvalidTopic, tp.Topic)
+			return dst, fmt.Errorf("%w: %s", ErrInvalidTopic, excerpt(tp.Topic))
 		}
 		if tp.Partition < 0 {
 			return dst, fmt.Errorf("%w: %s", ErrInvalidPartition, tp)

@@ -1,0 +1,221 @@
+// Package faultproxy is a TCP proxy for fault tests: it forwards connections
+// from a loopback port to a target address and can cut them the way a network
+// partition does.
+//
+// Block makes the proxy a black hole: bytes already accepted are held, new
+// bytes in either direction are not forwarded, and new connections are
+// accepted but not connected onward, so peers see silence (timeouts), not a
+// reset — what a partition looks like to TCP. Unblock resumes forwarding on
+// the connections that survived. Reset closes every connection at once (a
+// crash of the far side, as seen from the near one). Refuse is a host that is
+// down: every connection is closed and new ones are closed at once, until
+// Unblock. Close stops the proxy.
+package faultproxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+// Proxy forwards TCP connections from Addr to a target.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	blocked bool
+	refuse  bool          // close new connections at once (Refuse)
+	resume  chan struct{} // closed on Unblock; replaced on Block
+	conns   map[net.Conn]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New starts a proxy on 127.0.0.1 (an ephemeral port) forwarding to target.
+func New(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, target: target, resume: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	close(p.resume)
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the address clients dial.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Block stops forwarding in both directions on every connection, old and new.
+func (p *Proxy) Block() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.blocked {
+		p.blocked = true
+		p.resume = make(chan struct{})
+	}
+}
+
+// Refuse closes every connection and, until Unblock, every new one at once.
+func (p *Proxy) Refuse() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Unblock resumes forwarding (after Block or Refuse).
+func (p *Proxy) Unblock() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = false
+	if p.blocked {
+		p.blocked = false
+		close(p.resume)
+	}
+}
+
+// Blocked reports whether the proxy is blocking.
+func (p *Proxy) Blocked() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blocked
+}
+
+// Reset closes every open connection (both sides); the proxy keeps accepting.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Close stops the proxy and closes every connection.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	if p.blocked {
+		p.blocked = false
+		close(p.resume)
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// gate waits while the proxy blocks; false when the proxy closed.
+func (p *Proxy) gate() bool {
+	p.mu.Lock()
+	ch, closed := p.resume, p.closed
+	p.mu.Unlock()
+	if closed {
+		return false
+	}
+	<-ch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.closed
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.refuse {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(c) {
+			if p.isClosed() {
+				return
+			}
+			continue // refused
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// serve connects c onward once the proxy lets it, then pumps both ways.
+func (p *Proxy) serve(c net.Conn) {
+	defer p.wg.Done()
+	defer p.untrack(c)
+	if !p.gate() {
+		return
+	}
+	t, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	if !p.track(t) {
+		return
+	}
+	defer p.untrack(t)
+	done := make(chan struct{}, 2)
+	go func() { p.pump(t, c); done <- struct{}{} }()
+	go func() { p.pump(c, t); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+// pump copies src to dst chunk by chunk, holding each chunk while blocked.
+func (p *Proxy) pump(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.gate() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if tc, ok := dst.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
+				_ = tc.CloseWrite() // half-close: the other direction goes on
+				return
+			}
+			dst.Close()
+			src.Close()
+			return
+		}
+	}
+}
