@@ -245,9 +245,11 @@ func TestReconfigureFlushMessagesKeepsPendingFlush(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	l.mu.Lock() // the second append's writer-lock part is over
+	// The second append's writer-lock part is over once the lock is free.
+	l.mu.Lock()
+	hw := l.HighWatermark()
 	l.mu.Unlock()
-	if hw := l.HighWatermark(); hw != 0 {
+	if hw != 0 {
 		t.Fatalf("while the first append waits for its fsync: high watermark %d, want 0", hw)
 	}
 	gate.Release()
