@@ -230,6 +230,12 @@ func (r *Runner) clientID(kind string) string {
 // dial opens a connection to addr within ctx.
 func (r *Runner) dial(ctx context.Context, addr, clientID string, fetcher bool) (*kwire.Conn, error) {
 	o := kwire.Options{ClientID: clientID, Dial: r.o.Dial}
+	if fetcher {
+		// The largest response stays the connection's read buffer: no
+		// buffer to allocate and fault in per fetch while catching up.
+		cfg := r.m.Config()
+		o.KeepBufferBytes = int(cfg.ReplicaFetchResponseMaxBytes) + int(cfg.ReplicaFetchMaxBytes) + 64<<10
+	}
 	if o.Dial == nil && fetcher && r.o.SocketReceiveBufferBytes > 0 {
 		// Before connect, so the window scale fits the buffer.
 		size := r.o.SocketReceiveBufferBytes
