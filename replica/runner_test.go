@@ -467,3 +467,23 @@ func TestRunnerLeaderMoves(t *testing.T) {
 	}
 	waitFor(t, "the old address's connections closed", func() bool { return old.openConns() == 0 })
 }
+
+// TestRunnerRestarts: a follower's Runner closed and started again ten
+// times over the same Manager, wherever its fetch stands (parked, in the
+// air, being applied): every Close hands the outcomes back, so each new
+// Runner fetches again and acks=-1 produces keep committing.
+func TestRunnerRestarts(t *testing.T) {
+	c := newCluster(t, clusterOptions{}, 1, 2)
+	c.elect(tp0, 1, []int32{1, 2}, 1, 2)
+	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	for i := range 10 {
+		r := produce(t, l, 2, fmt.Sprint(i))
+		c.nodes[2].stop(t)
+		c.nodes[2].start(t)
+		if s := await(t, l, r, 30000); s != AckCommitted {
+			t.Fatalf("produce %d: %v", i, s)
+		}
+	}
+	waitFor(t, "caught up", func() bool { return c.caughtUp(tp0, 1, 2) })
+	c.sameLogs(t, tp0, 1, 2)
+}
