@@ -69,14 +69,7 @@ func (r *Runner) runFetcher(f *fetcher) {
 	for {
 		select {
 		case <-r.ctx.Done():
-			// Queued work still gets its outcome, so that the Manager
-			// could be driven again.
-			select {
-			case job := <-f.jobs:
-				r.m.FetchResponse(job.Target, job.Req, nil, ErrRunnerStopped, r.o.Now())
-			default:
-			}
-			return
+			return // Close's sweep hands back a queued fetch
 		case job := <-f.jobs:
 			r.fetch(f, job)
 		case <-t.C:
