@@ -13,19 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// kfakeCluster starts franz-go's kfake, an in-process Kafka cluster of n
+// kfakeClusterOf starts franz-go's kfake, an in-process Kafka cluster of n
 // brokers (node ids 0..n-1) speaking the real protocol. It stands in for
 // the multi-broker strata cluster until that exists: replication factors
 // above 1, leaders spread over brokers, CreateTopics routed to a
 // controller. Its ISR is always every replica, so the under-replicated and
 // unavailable cases are covered over kadm values (topics_describe_test.go).
-func kfakeCluster(t *testing.T, n int) string {
-	t.Helper()
-	_, addr := kfakeClusterOf(t, n)
-	return addr
-}
-
-// kfakeClusterOf is kfakeCluster with the cluster, for tests that steer it.
+// It returns the cluster, for tests that steer it, and its addresses.
 func kfakeClusterOf(t *testing.T, n int) (*kfake.Cluster, string) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(n))
