@@ -9,10 +9,20 @@ PKGS       = ./...
 # on a fresh machine (and caches it after).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test vet staticcheck fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
+# The version and commit "strata --version" prints when the binary carries no
+# VCS stamp of the go command (GOFLAGS=-buildvcs=false, a git worktree).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   ?= -X github.com/stratalog/strata/tools.version=$(VERSION) -X github.com/stratalog/strata/tools.commit=$(COMMIT)
+
+.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
 
 build:
-	$(GO) build -o strata .
+	$(GO) build -ldflags '$(LDFLAGS)' -o strata .
+
+# ldflags prints the link flags of build (tools/version_test.go builds with them).
+ldflags:
+	@echo '$(LDFLAGS)'
 
 # run: the main job: a single-node broker on 127.0.0.1:9092 with data in ./data.
 run: build

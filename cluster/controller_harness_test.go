@@ -298,7 +298,7 @@ func (w *world) zkState(topic string, p int32) string {
 	if errors.Is(err, ErrNoNode) {
 		return "none"
 	}
-	s, err := decodeState(data)
+	s, err := DecodePartitionState(topic, p, data)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func (p *propWorld) act() {
 		}
 		name := names[r.IntN(len(names))]
 		data, _, _ := p.zk.Get(ctrlTopicPath(name))
-		id, a, err := decodeAssignment(data)
+		id, a, err := decodeAssignment(name, data)
 		if err != nil {
 			p.t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func (p *propWorld) checkInvariants() {
 		if err != nil {
 			continue
 		}
-		id, a, err := decodeAssignment(data)
+		id, a, err := decodeAssignment(name, data)
 		if err != nil {
 			p.fatalf("%v", err)
 		}
@@ -400,7 +400,7 @@ func (p *propWorld) checkInvariants() {
 			if err != nil {
 				continue
 			}
-			s, err := decodeState(data)
+			s, err := DecodePartitionState(name, int32(pi), data)
 			if err != nil {
 				p.fatalf("%v", err)
 			}
@@ -427,7 +427,7 @@ func (p *propWorld) checkSentStates() {
 				p.fatalf("request %d to %d states %s-%d at version %d, ZooKeeper has %d", r.ID, r.Broker, topic, part, version, st.Version)
 			}
 			if st.Version == version {
-				s, _ := decodeState(data)
+				s, _ := DecodePartitionState(topic, part, data)
 				if (leader != LeaderDuringDelete && s.Leader != leader) || s.LeaderEpoch != epoch || !slices.Equal(s.ISR, isr) {
 					p.fatalf("request %d to %d states %s-%d L%d/E%d/%v at v%d, ZooKeeper has %s", r.ID, r.Broker, topic, part, leader, epoch, isr, version, data)
 				}

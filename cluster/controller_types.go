@@ -32,7 +32,11 @@ type PartitionState struct {
 	LeaderEpoch     int32
 	ISR             []int32
 	ControllerEpoch int32 // epoch of the controller that wrote it
-	Version         int32 // the znode's version: the partition epoch (zkVersion)
+	Version         int32 // the znode's version: the partition epoch (zkVersion); not in the JSON
+	// LeaderRecoveryState is KIP-704's: LeaderRecovering (1) after an
+	// unclean election until the leader has recovered; written only when
+	// not LeaderRecovered (0).
+	LeaderRecoveryState int8
 }
 
 // NoLeader is the leader of a partition without one; LeaderDuringDelete is

@@ -158,7 +158,7 @@ func TestTopicIDBackfill(t *testing.T) {
 	w.zk.mustCreate(ctrlTopicPath("old"), []byte(`{"version":1,"partitions":{"0":[1]}}`), Persistent)
 	w.step(w.topicsEvent())
 	data, _, _ := w.zk.Get(ctrlTopicPath("old"))
-	id, replicas, err := decodeAssignment(data)
+	id, replicas, err := decodeAssignment("old", data)
 	if err != nil || id == ([16]byte{}) || id != w.c.topics["old"].id || len(replicas) != 1 {
 		t.Fatalf("assignment after backfill %s (%v)", data, err)
 	}

@@ -1,209 +1,68 @@
 package cluster
 
-// Znode paths and JSON the controller and its loader need.
-//
-// TODO(znodes.go): these are stand-ins until znodes.go (paths and Kafka's
-// JSON types) lands; fold them into it and delete this file.
+// The controller's names for znodes.go's paths and codecs.
 
-import (
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
-	"strconv"
-	"strings"
-)
+import "fmt"
 
 const (
-	ctrlBrokerIDsPath       = "/brokers/ids"
-	ctrlTopicsPath          = "/brokers/topics"
-	ctrlControllerPath      = "/controller"
-	ctrlControllerEpochPath = "/controller_epoch"
-	ctrlDeleteTopicsPath    = "/admin/delete_topics"
-	ctrlLogDirEventsPath    = "/log_dir_event_notification"
-	ctrlTopicConfigsPath    = "/config/topics"
+	ctrlBrokerIDsPath       = BrokerIDsPath
+	ctrlTopicsPath          = TopicsPath
+	ctrlControllerPath      = ControllerPath
+	ctrlControllerEpochPath = ControllerEpochPath
+	ctrlDeleteTopicsPath    = DeleteTopicsPath
+	ctrlLogDirEventsPath    = LogDirEventNotificationPath
+	ctrlTopicConfigsPath    = ConfigTopicsPath
 )
 
-func ctrlTopicPath(t string) string      { return ctrlTopicsPath + "/" + t }
-func ctrlPartitionsPath(t string) string { return ctrlTopicsPath + "/" + t + "/partitions" }
-func ctrlPartitionPath(t string, p int32) string {
-	return ctrlPartitionsPath(t) + "/" + strconv.Itoa(int(p))
-}
-func ctrlStatePath(t string, p int32) string { return ctrlPartitionPath(t, p) + "/state" }
-func ctrlTopicConfigPath(t string) string    { return ctrlTopicConfigsPath + "/" + t }
-func ctrlDeleteTopicPath(t string) string    { return ctrlDeleteTopicsPath + "/" + t }
-func ctrlLogDirEventPath(node string) string { return ctrlLogDirEventsPath + "/" + node }
-func ctrlBrokerPath(id int32) string         { return ctrlBrokerIDsPath + "/" + strconv.Itoa(int(id)) }
+func ctrlTopicPath(t string) string                        { return TopicPath(t) }
+func ctrlPartitionsPath(t string) string                   { return TopicPartitionsPath(t) }
+func ctrlPartitionPath(t string, p int32) string           { return PartitionPath(t, p) }
+func ctrlStatePath(t string, p int32) string               { return PartitionStatePath(t, p) }
+func ctrlTopicConfigPath(t string) string                  { return TopicConfigPath(t) }
+func ctrlDeleteTopicPath(t string) string                  { return DeleteTopicPath(t) }
+func ctrlLogDirEventPath(node string) string               { return LogDirEventNotificationPath + "/" + node }
+func ctrlBrokerPath(id int32) string                       { return BrokerPath(id) }
+func appendStateJSON(dst []byte, s *PartitionState) []byte { return s.AppendJSON(dst) }
 
-// appendStateJSON appends a partition state znode's JSON (Kafka's
-// TopicPartitionStateZNode, version 1).
-func appendStateJSON(dst []byte, s *PartitionState) []byte {
-	dst = append(dst, `{"controller_epoch":`...)
-	dst = strconv.AppendInt(dst, int64(s.ControllerEpoch), 10)
-	dst = append(dst, `,"leader":`...)
-	dst = strconv.AppendInt(dst, int64(s.Leader), 10)
-	dst = append(dst, `,"version":1,"leader_epoch":`...)
-	dst = strconv.AppendInt(dst, int64(s.LeaderEpoch), 10)
-	dst = append(dst, `,"isr":`...)
-	dst = appendIntsJSON(dst, s.ISR)
-	return append(dst, '}')
-}
-
-func appendIntsJSON(dst []byte, ids []int32) []byte {
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendInt(dst, int64(id), 10)
-	}
-	return append(dst, ']')
-}
-
-// appendAssignmentJSON appends /brokers/topics/T's JSON, version 3 (Kafka
-// 2.8+: with topic_id).
+// appendAssignmentJSON appends /brokers/topics/T's JSON (version 3, with
+// topic_id) for replicas[p], partition p's replicas.
 func appendAssignmentJSON(dst []byte, id [16]byte, replicas [][]int32) []byte {
-	dst = append(dst, `{"version":3,"partitions":{`...)
+	a := TopicAssignment{TopicID: id, Partitions: make(map[int32][]int32, len(replicas))}
 	for p, rs := range replicas {
-		if p > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, '"')
-		dst = strconv.AppendInt(dst, int64(p), 10)
-		dst = append(dst, `":`...)
-		dst = appendIntsJSON(dst, rs)
+		a.Partitions[int32(p)] = rs
 	}
-	dst = append(dst, `},"adding_replicas":{},"removing_replicas":{},"topic_id":"`...)
-	dst = append(dst, encodeTopicID(id)...)
-	return append(dst, `"}`...)
+	return append(dst, a.Encode()...)
 }
 
-// encodeTopicID is Kafka's Uuid.toString: URL-safe base64 without padding.
-func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+// encodeTopicID is Kafka's Uuid.toString.
+func encodeTopicID(id [16]byte) string { return UUIDString(id) }
 
-func decodeTopicID(s string) ([16]byte, error) {
-	var id [16]byte
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("%w: topic id %q", ErrMalformedZnode, s)
+// decodeAssignment reads /brokers/topics/T (versions 1-3) as the controller
+// needs it: partitions numbered 0..n-1, each with a sensible replica list.
+func decodeAssignment(topic string, data []byte) (id [16]byte, replicas [][]int32, err error) {
+	a, err := DecodeTopicAssignment(topic, data)
+	if err != nil {
+		return id, nil, err
 	}
-	copy(id[:], b)
-	return id, nil
-}
-
-func decodeState(data []byte) (PartitionState, error) {
-	var j struct {
-		ControllerEpoch *int32  `json:"controller_epoch"`
-		Leader          *int32  `json:"leader"`
-		LeaderEpoch     *int32  `json:"leader_epoch"`
-		ISR             []int32 `json:"isr"`
-	}
-	if err := json.Unmarshal(data, &j); err != nil {
-		return PartitionState{}, fmt.Errorf("%w: partition state: %v", ErrMalformedZnode, err)
-	}
-	if j.ControllerEpoch == nil || j.Leader == nil || j.LeaderEpoch == nil || j.ISR == nil {
-		return PartitionState{}, fmt.Errorf("%w: partition state %s lacks a field", ErrMalformedZnode, data)
-	}
-	return PartitionState{Leader: *j.Leader, LeaderEpoch: *j.LeaderEpoch, ISR: j.ISR, ControllerEpoch: *j.ControllerEpoch}, nil
-}
-
-// decodeAssignment reads /brokers/topics/T (versions 1-3): partitions
-// must be numbered 0..n-1.
-func decodeAssignment(data []byte) (id [16]byte, replicas [][]int32, err error) {
-	var j struct {
-		Partitions map[string][]int32 `json:"partitions"`
-		TopicID    *string            `json:"topic_id"`
-	}
-	if err := json.Unmarshal(data, &j); err != nil {
-		return id, nil, fmt.Errorf("%w: topic assignment: %v", ErrMalformedZnode, err)
-	}
-	if j.TopicID != nil {
-		if id, err = decodeTopicID(*j.TopicID); err != nil {
-			return id, nil, err
-		}
-	}
-	replicas = make([][]int32, len(j.Partitions))
-	for k, rs := range j.Partitions {
-		p, err := strconv.Atoi(k)
-		if err != nil || p < 0 || p >= len(replicas) || replicas[p] != nil {
-			return id, nil, fmt.Errorf("%w: topic assignment partition %q (%d partitions)", ErrMalformedZnode, k, len(replicas))
-		}
-		if rs == nil {
-			rs = []int32{}
+	replicas = make([][]int32, len(a.Partitions))
+	for p, rs := range a.Partitions {
+		if p < 0 || int(p) >= len(replicas) {
+			return id, nil, fmt.Errorf("%w: %s: partition %d of %d", ErrMalformedZnode, TopicPath(topic), p, len(replicas))
 		}
 		replicas[p] = rs
 	}
 	if err := checkReplicaLists(replicas); err != nil {
-		return id, nil, fmt.Errorf("%w: %v", ErrMalformedZnode, err)
+		return id, nil, fmt.Errorf("%w: %s: %v", ErrMalformedZnode, TopicPath(topic), err)
 	}
-	return id, replicas, nil
+	return a.TopicID, replicas, nil
 }
 
-// decodeRegistration reads /brokers/ids/N (versions 1-5).
+// decodeRegistration reads /brokers/ids/N (versions 1-5) as the controller
+// knows a broker; its Epoch is the znode's czxid, for the caller to set.
 func decodeRegistration(id int32, data []byte) (Broker, error) {
-	var j struct {
-		Endpoints   []string          `json:"endpoints"`
-		ProtocolMap map[string]string `json:"listener_security_protocol_map"`
-		Rack        *string           `json:"rack"`
-	}
-	if err := json.Unmarshal(data, &j); err != nil {
-		return Broker{}, fmt.Errorf("%w: broker %d registration: %v", ErrMalformedZnode, id, err)
-	}
-	b := Broker{ID: id}
-	if j.Rack != nil {
-		b.Rack = *j.Rack
-	}
-	for _, e := range j.Endpoints {
-		listener, hostport, ok := strings.Cut(e, "://")
-		i := strings.LastIndexByte(hostport, ':')
-		if !ok || i < 0 {
-			return Broker{}, fmt.Errorf("%w: broker %d endpoint %q", ErrMalformedZnode, id, e)
-		}
-		port, err := strconv.ParseInt(hostport[i+1:], 10, 32)
-		if err != nil {
-			return Broker{}, fmt.Errorf("%w: broker %d endpoint %q", ErrMalformedZnode, id, e)
-		}
-		proto := listener
-		if p, ok := j.ProtocolMap[listener]; ok {
-			proto = p
-		}
-		sp, ok := securityProtocols[proto]
-		if !ok {
-			return Broker{}, fmt.Errorf("%w: broker %d endpoint %q: security protocol %q", ErrMalformedZnode, id, e, proto)
-		}
-		b.Endpoints = append(b.Endpoints, Endpoint{Listener: listener, Host: strings.Trim(hostport[:i], "[]"), Port: int32(port), SecurityProtocol: sp})
-	}
-	return b, nil
-}
-
-var securityProtocols = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-
-func decodeTopicConfig(data []byte) (map[string]string, error) {
-	var j struct {
-		Config map[string]string `json:"config"`
-	}
-	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("%w: topic config: %v", ErrMalformedZnode, err)
-	}
-	if j.Config == nil {
-		j.Config = map[string]string{}
-	}
-	return j.Config, nil
-}
-
-func decodeControllerID(data []byte) (int32, error) {
-	var j struct {
-		BrokerID *int32 `json:"brokerid"`
-	}
-	if err := json.Unmarshal(data, &j); err != nil || j.BrokerID == nil {
-		return 0, fmt.Errorf("%w: /controller %q", ErrMalformedZnode, data)
-	}
-	return *j.BrokerID, nil
-}
-
-func decodeControllerEpoch(data []byte) (int32, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32)
+	r, err := DecodeBrokerRegistration(id, data)
 	if err != nil {
-		return 0, fmt.Errorf("%w: /controller_epoch %q", ErrMalformedZnode, data)
+		return Broker{}, fmt.Errorf("broker %d registration: %w", id, err)
 	}
-	return int32(n), nil
+	return Broker{ID: id, Endpoints: r.Endpoints, Rack: r.Rack}, nil
 }

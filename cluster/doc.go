@@ -7,7 +7,26 @@
 // Every ZooKeeper call goes through the ZK interface (zk.go), one session's
 // view: github.com/go-zookeeper/zk behind it in production (zkconn.go, with the
 // chroot of zookeeper.connect), an in-memory ZooKeeper in the deterministic
-// simulation (package cluster/zksim). The same conformance suite runs over both.
+// simulation (package cluster/zksim). The same conformance suite
+// (cluster/zkconformance) runs over both, the production one against a real
+// ZooKeeper (internal/zktest).
+//
+// DialZK (zkconfig.go: zookeeper.connect, zookeeper.session.timeout.ms,
+// zookeeper.connection.timeout.ms) waits for the first session and fails
+// with ErrNoSession after the connection timeout; it creates a missing
+// chroot, as Kafka does. Then the client reconnects by itself: within the
+// session timeout to the same session (its watches are set again and fire
+// for what changed meanwhile; calls made while disconnected fail with
+// ErrConnectionLoss, not hang: behind a silent partition within about one
+// session timeout, as go-zookeeper's socket deadlines are clamped to it),
+// after an expiry with a new session, which
+// Events reports as Disconnected, Expired (old id), Connected (new id); the
+// old session's watches end with WatchLost. ErrConnectionLoss means the
+// outcome is unknown; ErrBadRequest that ZooKeeper refused the request as
+// such (invalid path, child of an ephemeral). A failed Multi reports nil for
+// the ops before the failing one, its error, then ErrRolledBack. Sequential
+// suffixes count the children ever created under the parent (deletes give
+// no number back).
 //
 // # Znodes
 //
@@ -26,8 +45,11 @@
 //	/admin/delete_topics/T                    empty
 //	/log_dir_event_notification/log_dir_event_N  {"version":1,"broker":3,"event":1}
 //
-// Readers never rely on JSON key order; malformed JSON in a znode is logged and
-// that entity skipped, never a panic.
+// Encoders write Kafka's key order as Kafka 2.8/3.x writes it (golden files in
+// testdata/znodes); readers never rely on JSON key order, ignore unknown keys
+// and read every older version. Malformed data is an error wrapping
+// ErrBadZnode that names the znode (logged, that entity skipped), never a
+// panic (FuzzZnodeDecode).
 //
 // # Controller
 //

@@ -14,13 +14,31 @@ var (
 	ErrClosed         = errors.New("cluster: zookeeper client closed")
 )
 
+// ErrBadZnode marks znode data that does not decode (malformed JSON, a missing
+// or mistyped field, an out-of-range value); the error names the znode.
+var ErrBadZnode = errors.New("cluster: malformed znode data")
+
+// More ZooKeeper outcomes.
+var (
+	// ErrBadRequest: ZooKeeper refused the request as such (an invalid path,
+	// a child under an ephemeral znode, bad arguments, no permission);
+	// retrying will not help.
+	ErrBadRequest = errors.New("cluster: zookeeper refused the request")
+	// ErrNoSession: no ZooKeeper session was established within
+	// zookeeper.connection.timeout.ms.
+	ErrNoSession = errors.New("cluster: no zookeeper session")
+	// ErrBadConnect: zookeeper.connect is not host:port[,host:port...][/chroot].
+	ErrBadConnect = errors.New("cluster: bad zookeeper.connect")
+)
+
 // Placement and controller refusals; ErrorCode maps them to Kafka's codes.
 var (
 	ErrInvalidPartitions        = errors.New("cluster: invalid number of partitions")
 	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
 	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment")
 	ErrNotController            = errors.New("cluster: this broker is not the controller")
-	ErrMalformedZnode           = errors.New("cluster: malformed znode data")
+	// ErrMalformedZnode is ErrBadZnode (one sentinel, two names).
+	ErrMalformedZnode = ErrBadZnode
 )
 
 // ErrorCode is the Kafka error code for err: INVALID_PARTITIONS,

@@ -30,10 +30,11 @@ func LoadSnapshot(zk ZK, brokerID int32) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := decodeControllerID(data)
+	ci, err := DecodeController(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotController, err)
 	}
+	id := ci.BrokerID
 	if sid := zk.SessionID(); id != brokerID || (sid != 0 && st.EphemeralOwner != sid) {
 		return nil, fmt.Errorf("%w: /controller names broker %d (session %#x)", ErrNotController, id, st.EphemeralOwner)
 	}
@@ -42,7 +43,7 @@ func LoadSnapshot(zk ZK, brokerID int32) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.ControllerEpoch, err = decodeControllerEpoch(data); err != nil {
+	if s.ControllerEpoch, err = DecodeControllerEpoch(data); err != nil {
 		return nil, err
 	}
 	s.EpochVersion = st.Version
@@ -112,7 +113,7 @@ func loadTopic(zk ZK, name string) (*TopicSnapshot, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	id, replicas, err := decodeAssignment(data)
+	id, replicas, err := decodeAssignment(name, data)
 	if err != nil {
 		return nil, fmt.Sprintf("topic %s: %v", name, err), nil
 	}
@@ -123,7 +124,7 @@ func loadTopic(zk ZK, name string) (*TopicSnapshot, string, error) {
 	case err != nil:
 		return nil, "", err
 	default:
-		if ts.Configs, err = decodeTopicConfig(data); err != nil {
+		if ts.Configs, err = DecodeEntityConfig(ctrlTopicConfigPath(name), data); err != nil {
 			return nil, fmt.Sprintf("topic %s: %v", name, err), nil
 		}
 	}
@@ -156,7 +157,7 @@ func loadTopic(zk ZK, name string) (*TopicSnapshot, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		state, err := decodeState(data)
+		state, err := DecodePartitionState(name, int32(p), data)
 		if err != nil {
 			return nil, fmt.Sprintf("topic %s partition %d: %v", name, p, err), nil
 		}

@@ -95,4 +95,14 @@
 // frame header checksum over the magic number too, which DecompressLegacy
 // accepts and CompressLegacy reproduces), and zstd frames (v2 only).
 // Decompression is capped at MaxDecompressedSize.
+//
+// Batches from producers are validated as a stream (StreamValidator): the
+// records section is decompressed through a 32 KiB window and checked record
+// by record, keys, values and header bytes skipped rather than kept, as
+// Kafka's LogValidator walks a compressed batch. Its memory is the window
+// plus the decoder's, bounded from the stream's headers alone by
+// StreamMemory (gzip: the deflate window; snappy: one xerial chunk, or a raw
+// block of at most 22 times its encoded size; lz4: two blocks of the largest
+// declared block size; zstd: the declared window, at most MaxStreamWindow,
+// plus two blocks), whatever the batch expands to.
 package record

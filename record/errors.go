@@ -32,6 +32,10 @@ var ErrBadOptions = errors.New("record: invalid batch options")
 // only to batches received from producers (ValidateProduce).
 var ErrProduce = errors.New("record: batch not acceptable from a producer")
 
+// ErrNullKey marks a record without a key where one is required
+// (StreamOptions.RequireKeys: a compacted topic's produce).
+var ErrNullKey = errors.New("record: record has no key")
+
 // CorruptionError carries where a corruption was found.
 type CorruptionError struct {
 	Pos    int64 // byte position of the entry in its file or buffer, -1 if unknown

@@ -41,23 +41,33 @@ type gzipWriter struct {
 	aw appendWriter
 }
 
+// getGzipWriter takes a pooled writer of level (0..9, 0 the default) whose
+// sink is its appendWriter; put it back with gzipWriters[level].Put.
+func getGzipWriter(level int) (*gzipWriter, error) {
+	w, _ := gzipWriters[level].Get().(*gzipWriter)
+	if w != nil {
+		w.zw.Reset(&w.aw)
+		return w, nil
+	}
+	l := level
+	if l == 0 {
+		l = flate.DefaultCompression
+	}
+	w = new(gzipWriter)
+	var err error
+	if w.zw, err = gzip.NewWriterLevel(&w.aw, l); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
 func compressGzip(dst, src []byte, level int) ([]byte, error) {
 	if level < 0 || level > 9 {
 		level = 0
 	}
-	w, _ := gzipWriters[level].Get().(*gzipWriter)
-	if w == nil {
-		l := level
-		if l == 0 {
-			l = flate.DefaultCompression
-		}
-		w = new(gzipWriter)
-		var err error
-		if w.zw, err = gzip.NewWriterLevel(&w.aw, l); err != nil {
-			return dst, err
-		}
-	} else {
-		w.zw.Reset(&w.aw)
+	w, err := getGzipWriter(level)
+	if err != nil {
+		return dst, err
 	}
 	out, err := w.aw.compress(w.zw, dst, src)
 	gzipWriters[level].Put(w)

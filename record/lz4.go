@@ -27,21 +27,31 @@ type lz4Writer struct {
 	aw appendWriter
 }
 
+// getLZ4Writer takes a pooled writer of level whose sink is its
+// appendWriter; put it back with lz4Writers[level].Put.
+func getLZ4Writer(level int) (*lz4Writer, error) {
+	w, _ := lz4Writers[level].Get().(*lz4Writer)
+	if w != nil {
+		w.zw.Reset(&w.aw)
+		return w, nil
+	}
+	w = new(lz4Writer)
+	w.zw = lz4.NewWriter(&w.aw)
+	if err := w.zw.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false),
+		lz4.BlockChecksumOption(false), lz4.ConcurrencyOption(1),
+		lz4.CompressionLevelOption(lz4Levels[level])); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
 func compressLZ4(dst, src []byte, level int) ([]byte, error) {
 	if level < 0 || level >= len(lz4Levels) {
 		level = 0
 	}
-	w, _ := lz4Writers[level].Get().(*lz4Writer)
-	if w == nil {
-		w = new(lz4Writer)
-		w.zw = lz4.NewWriter(&w.aw)
-		if err := w.zw.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false),
-			lz4.BlockChecksumOption(false), lz4.ConcurrencyOption(1),
-			lz4.CompressionLevelOption(lz4Levels[level])); err != nil {
-			return dst, err
-		}
-	} else {
-		w.zw.Reset(&w.aw)
+	w, err := getLZ4Writer(level)
+	if err != nil {
+		return dst, err
 	}
 	out, err := w.aw.compress(w.zw, dst, src)
 	lz4Writers[level].Put(w)

@@ -53,3 +53,77 @@ func TestAppendRecompressed(t *testing.T) {
 		t.Fatal("short batch accepted")
 	}
 }
+
+// TestAppendRecompressedStreams: batches that decompress to more than the
+// in-memory threshold are recompressed through the codecs' streaming
+// writers with the same result (records, header), in every pair of codecs.
+func TestAppendRecompressedStreams(t *testing.T) {
+	n := 30 // ~3 MB of records, compressible
+	if raceEnabled {
+		n = 12 // still past the 1 MiB in-memory threshold
+	}
+	recs := kvRecords(n, 100<<10)
+	for _, from := range allCodecs[1:] {
+		opts := DefaultBatchOptions()
+		opts.Codec, opts.BaseOffset, opts.ProducerID, opts.BaseSequence = from, 77, 9, 1
+		b := mustBatch(t, opts, recs)
+		for _, to := range allCodecs {
+			out, err := b.AppendRecompressed([]byte("p"), to, 0)
+			if err != nil {
+				t.Fatalf("%v->%v: %v", from, to, err)
+			}
+			nb := Batch(out[1:])
+			if err := nb.ValidateDeep(0); err != nil {
+				t.Fatalf("%v->%v: %v", from, to, err)
+			}
+			if nb.Codec() != to || nb.BaseOffset() != 77 || nb.ProducerID() != 9 || nb.NumRecords() != int32(n) {
+				t.Fatalf("%v->%v: header not kept", from, to)
+			}
+			got, err := nb.Records(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recordsEqual(t, got, recs, 77, nil)
+			if _, err := b.AppendRecompressedLimit(nil, to, 0, len(out)-2); !errors.Is(err, ErrRecompressedTooLarge) {
+				t.Fatalf("%v->%v one byte under its size: %v", from, to, err)
+			}
+		}
+	}
+}
+
+// TestAppendRecompressedBomb: a gzip batch holding one record of 48 MiB of
+// zeros (80 KB compressed) is recompressed to every codec without holding
+// its decompressed size: the result where it fits 1 MiB, else
+// ErrRecompressedTooLarge as soon as the output passes it.
+func TestAppendRecompressedBomb(t *testing.T) {
+	const mib = 1 << 20
+	hdr := mustBatch(t, DefaultBatchOptions(), []Record{{Timestamp: 1, Value: []byte("x")}})
+	size := 48 // MiB
+	if raceEnabled {
+		size = 8 // allocations are not checked under the race detector
+	}
+	pre, err := Compress(CodecGzip, nil, bigRecordPrefix(size*mib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := Compress(CodecGzip, nil, []byte{0})
+	bomb := streamBatch(hdr, CodecGzip, append(append(pre, gzipMembers(t, size)...), end...), 1, 0)
+	for _, to := range allCodecs {
+		_, _ = bomb.AppendRecompressedLimit(nil, to, 0, mib) // pools warm
+		var out []byte
+		var err error
+		a := allocated(func() { out, err = bomb.AppendRecompressedLimit(nil, to, 0, mib) })
+		switch {
+		case err == nil:
+			if vb := Batch(out); vb.Codec() != to || vb.ValidateDeep(0) != nil {
+				t.Errorf("%v: bad result", to)
+			}
+		case !errors.Is(err, ErrRecompressedTooLarge):
+			t.Errorf("%v: %v", to, err)
+		}
+		if a > 8*mib && !raceEnabled {
+			t.Errorf("%v: %d bytes allocated to recompress a 48 MiB record", to, a)
+		}
+		t.Logf("%v: %d bytes out, err %v, %d bytes allocated", to, len(out), err, a)
+	}
+}

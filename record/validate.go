@@ -19,6 +19,27 @@ func (b Batch) ValidateProduce(pos int64) error {
 	return b.validateDeep(pos, &rr, true)
 }
 
+// CheckProduceHeader is the part of ValidateProduce that reads only the
+// header, cheap enough for every batch from a producer whatever else is
+// checked: at least one record, lastOffsetDelta+1 == count (else a batch
+// could claim up to 2^31 offsets whatever it holds), no control batch, a
+// base sequence when there is a producer id. Violations wrap ErrProduce. b
+// must hold the 61-byte header.
+func (b Batch) CheckProduceHeader(pos int64) error {
+	base, count, last := b.BaseOffset(), b.NumRecords(), b.LastOffsetDelta()
+	switch {
+	case count == 0:
+		return Corrupt(ErrProduce, pos, base, "batch holds no records")
+	case int64(last)+1 != int64(count):
+		return Corrupt(ErrProduce, pos, base, "last offset delta %d with %d records", last, count)
+	case b.IsControl():
+		return Corrupt(ErrProduce, pos, base, "control batch")
+	case b.ProducerID() >= 0 && b.BaseSequence() < 0:
+		return Corrupt(ErrProduce, pos, base, "producer id %d without a base sequence", b.ProducerID())
+	}
+	return nil
+}
+
 // ValidateDeepWith is ValidateDeep (or ValidateProduce when produce is true)
 // reusing rr's decompression buffer.
 func (b Batch) ValidateDeepWith(pos int64, rr *RecordReader, produce bool) error {
@@ -38,15 +59,8 @@ func (b Batch) validateDeep(pos int64, rr *RecordReader, produce bool) error {
 func (b Batch) ValidateRecordsWith(pos int64, rr *RecordReader, produce bool) error {
 	base, count, last := b.BaseOffset(), b.NumRecords(), b.LastOffsetDelta()
 	if produce {
-		switch {
-		case count == 0:
-			return Corrupt(ErrProduce, pos, base, "batch holds no records")
-		case int64(last)+1 != int64(count):
-			return Corrupt(ErrProduce, pos, base, "last offset delta %d with %d records", last, count)
-		case b.IsControl():
-			return Corrupt(ErrProduce, pos, base, "control batch")
-		case b.ProducerID() >= 0 && b.BaseSequence() < 0:
-			return Corrupt(ErrProduce, pos, base, "producer id %d without a base sequence", b.ProducerID())
+		if err := b.CheckProduceHeader(pos); err != nil {
+			return err
 		}
 	}
 	if b.IsControl() && count > 1 {

@@ -43,7 +43,9 @@ func Inspect(dir string, opts *Options) (*LoadReport, error) {
 			return rep, err
 		}
 		if s.offIdx == nil || s.timeIdx == nil {
-			plan.missingIndex[b] = true
+			if plan.missingIndex[b] == "" {
+				plan.missingIndex[b] = indexReason(dir, b, s.offIdx == nil, s.timeIdx == nil, "unreadable")
+			}
 			if err := s.emptyIndexes(); err != nil {
 				s.closeFiles()
 				return rep, err

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/index"
@@ -119,7 +120,7 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 					return fail(fmt.Errorf("segment: remove %s: %w", FilePath(dir, b, suf), rerr))
 				}
 			}
-			plan.missingIndex[b] = true
+			plan.missingIndex[b] = indexReason(dir, b, true, true, "unreadable, replaced")
 			s, err = openSegment(l.fs, dir, b, o, true)
 		}
 		if err != nil {
@@ -190,7 +191,7 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 // first invalid one, and the segments after that cut are dropped. It returns
 // how many segments remain. With writable false nothing is changed on disk:
 // the report says what would be done.
-func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map[int64]bool, writable bool) (int, error) {
+func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map[int64]string, writable bool) (int, error) {
 	first := 0
 	if !o.CleanShutdown {
 		first = locate(segs, o.RecoveryPoint)
@@ -204,8 +205,8 @@ func loadSegments(segs []*Segment, o *Options, rep *LoadReport, missingIndex map
 		trusted := i < first || o.CleanShutdown
 		if trusted {
 			var err error
-			if missingIndex[s.base] {
-				err = fmt.Errorf("%w: %s: index file missing", errIndexMismatch, s.Path(IndexSuffix))
+			if why := missingIndex[s.base]; why != "" {
+				err = fmt.Errorf("%w: %s", errIndexMismatch, why)
 			} else if err = s.loadTail(); err == nil {
 				err = s.checkIndexes()
 			}
@@ -355,7 +356,7 @@ type filePlan struct {
 	bases        []int64           // segment base offsets after the plan, sorted
 	current      map[string]string // final name -> name now (differs for swaps)
 	swapped      bool
-	missingIndex map[int64]bool // segments whose offset or time index file is missing
+	missingIndex map[int64]string // segments whose offset or time index file is missing: which (indexReason)
 }
 
 // planFiles lists the directory and decides, as Kafka's loader does, which
@@ -366,7 +367,7 @@ func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: list %s: %w", dir, err)
 	}
-	p := &filePlan{current: map[string]string{}, missingIndex: map[int64]bool{}}
+	p := &filePlan{current: map[string]string{}, missingIndex: map[int64]string{}}
 	var files []dirFile
 	minCleaned := int64(1<<63 - 1)
 	for _, n := range names {
@@ -446,8 +447,9 @@ func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
 		switch f.suffix {
 		case LogSuffix:
 			p.bases = append(p.bases, f.base)
-			if !present[FileName(f.base, IndexSuffix)] || !present[FileName(f.base, TimeIndexSuffix)] {
-				p.missingIndex[f.base] = true
+			ix, tix := present[FileName(f.base, IndexSuffix)], present[FileName(f.base, TimeIndexSuffix)]
+			if !ix || !tix {
+				p.missingIndex[f.base] = indexReason(dir, f.base, !ix, !tix, "missing")
 			}
 		case IndexSuffix, TimeIndexSuffix, TxnIndexSuffix:
 			if !logs[f.base] {
@@ -532,4 +534,17 @@ func nextOffsetOf(fsys vfs.FS, path string, base int64) (int64, error) {
 		next = max(next, h.LastOffset+1)
 		pos += h.TotalSize()
 	}
+}
+
+// indexReason names the index files of segment base (the offset index, the
+// time index or both) with what is wrong with them.
+func indexReason(dir string, base int64, offset, time bool, what string) string {
+	var names []string
+	if offset {
+		names = append(names, FilePath(dir, base, IndexSuffix))
+	}
+	if time {
+		names = append(names, FilePath(dir, base, TimeIndexSuffix))
+	}
+	return strings.Join(names, ", ") + ": " + what
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,9 +110,10 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 
 // validateProduceBatch applies Kafka's produce-time checks to recs, which
 // must be exactly one v2 batch, and maps failures to Kafka error codes.
-// With deep unset (strata.produce.validation=header) compressed batches are
-// trusted after the header and CRC checks. On compacted topics every record
-// must have a key.
+// With deep unset (strata.produce.validation=header) the records of
+// compressed batches are trusted after the header checks. On compacted
+// topics every record must have a key. Compressed records are checked as a
+// stream (validateStream).
 func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted bool) (int16, string) {
 	h, err := record.ParseEntryHeader(recs, 0)
 	if err != nil {
@@ -139,16 +141,20 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	if b.IsTransactional() {
 		return kerr.InvalidRecord.Code, "transactional batches are not supported"
 	}
+	// The header-only checks run whatever strata.produce.validation says:
+	// a count that disagrees with lastOffsetDelta would let one small batch
+	// claim up to 2^31 offsets.
+	if err := b.CheckProduceHeader(0); err != nil {
+		return kerr.InvalidRecord.Code, err.Error()
+	}
 	if !deep && b.Codec() != record.CodecNone && !compacted {
 		return 0, ""
 	}
+	if b.Codec() != record.CodecNone {
+		return c.validateStream(b, compacted)
+	}
 	if err := b.ValidateRecordsWith(0, &c.rr, true); err != nil { // Validate ran above
-		switch {
-		case errors.Is(err, record.ErrCompression), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrCRC):
-			return kerr.CorruptMessage.Code, err.Error()
-		default:
-			return kerr.InvalidRecord.Code, err.Error()
-		}
+		return recordErrorCode(err)
 	}
 	if compacted {
 		c.rr.Reset(b, 0)
@@ -160,6 +166,45 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 		if err := c.rr.Err(); err != nil {
 			return kerr.CorruptMessage.Code, err.Error()
 		}
+	}
+	return 0, ""
+}
+
+// recordErrorCode maps a record validation error to Kafka's code:
+// CORRUPT_MESSAGE for bytes that do not decompress or check out,
+// INVALID_RECORD for records that break the format's or the topic's rules.
+func recordErrorCode(err error) (int16, string) {
+	switch {
+	case errors.Is(err, record.ErrNullKey):
+		return kerr.InvalidRecord.Code, "compacted topic: a record has no key"
+	case errors.Is(err, record.ErrCompression), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrCRC):
+		return kerr.CorruptMessage.Code, err.Error()
+	default:
+		return kerr.InvalidRecord.Code, err.Error()
+	}
+}
+
+// streamValidators are the produce path's streaming validators (a 32 KiB
+// window each), shared by all connections.
+var streamValidators = sync.Pool{New: func() any { return new(record.StreamValidator) }}
+
+// validateStream checks the records of b, a compressed batch, as they
+// decompress (record.StreamValidator: memory bounded by the stream's
+// headers, not by what the batch expands to), holding the broker's
+// decompression budget for what the stream needs (produce_memory.go).
+func (c *conn) validateStream(b record.Batch, compacted bool) (int16, string) {
+	if c.s != nil {
+		release := c.s.decompression.acquire(record.StreamMemory(b.Codec(), b.RecordsBytes()))
+		defer release()
+	}
+	sv := streamValidators.Get().(*record.StreamValidator)
+	defer streamValidators.Put(sv)
+	var maxOut int64
+	if c.s != nil {
+		maxOut = c.s.maxDecompressed.Load()
+	}
+	if err := sv.Validate(b, 0, record.StreamOptions{Produce: true, RequireKeys: compacted, MaxDecompressed: maxOut}); err != nil {
+		return recordErrorCode(err)
 	}
 	return 0, ""
 }

@@ -82,14 +82,20 @@
 //
 // Produce takes exactly one magic-2 batch per partition, checks its size
 // against the topic's max.message.bytes (else the broker's
-// message.max.bytes), its framing and CRC, and decompresses it to
-// check records as Kafka's LogValidator does, then appends it unchanged but
+// message.max.bytes), its framing and CRC, and checks its records as
+// Kafka's LogValidator does, a compressed batch as a stream (record by
+// record through a 32 KiB window, record.StreamValidator: a decompression
+// bomb costs time, bounded by record.MaxDecompressedSize of output, not
+// memory), then appends it unchanged but
 // for the base offset (patched by the log) and the partition leader epoch,
 // neither covered by the CRC. On topics with
 // message.timestamp.type=LogAppendTime the batch is stamped with the append
 // time (CRC recomputed); on compacted topics (cleanup.policy=compact) every
-// record must have a key. strata.produce.validation=header trusts compressed
-// batches after the header and CRC checks (except on compacted topics).
+// record must have a key. strata.produce.validation=header trusts the
+// records of compressed batches (except on compacted topics) but not their
+// header: the CRC and the header-only produce checks (at least one record,
+// lastOffsetDelta+1 == count, no control batch, a base sequence with a
+// producer id) apply in both modes.
 // When the topic's compression.type (default: the broker's, "producer") is
 // a codec other than the batch's, the batch is recompressed to it before the
 // append, at the topic's compression.gzip.level, compression.lz4.level or
@@ -97,7 +103,13 @@
 // being its fast compressor), as Kafka's
 // LogValidator does: same header fields and record bytes,
 // new codec bits, length and CRC, and MESSAGE_TOO_LARGE if the result
-// exceeds max.message.bytes (produce_topic.go, record.AppendRecompressed).
+// exceeds max.message.bytes (produce_topic.go, record.AppendRecompressedLimit:
+// a batch that decompresses to more than 1 MiB is streamed from one codec
+// to the other, and given up once the output passes max.message.bytes).
+// Stream validation and recompression reserve what their decoders and
+// encoders need from one broker-wide decompression budget of 64 MiB
+// (DecompressionBudget, produce_memory.go) before they start, first come
+// first served, so the memory they hold across all connections is bounded.
 // As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type
 // is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
 // segment.bytes is RECORD_LIST_TOO_LARGE.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -96,12 +97,19 @@ func (s *Server) applyTopicCodec(c *conn, t *topic, recs []byte) ([]byte, int16,
 	if !ps.recompress || b.Codec() == ps.codec {
 		return recs, 0, ""
 	}
-	if s.cfg.ProduceValidation != "full" {
-		if err := b.ValidateDeepWith(0, &c.rr, true); err != nil {
-			return nil, kerr.CorruptMessage.Code, err.Error()
+	if s.cfg.ProduceValidation != "full" && b.Codec() != record.CodecNone {
+		if code, msg := c.validateStream(b, false); code != 0 {
+			return nil, code, msg
 		}
 	}
-	out, err := b.AppendRecompressed(make([]byte, 0, len(recs)+64), ps.codec, ps.level)
+	// Streamed from the old codec to the new one, within the decompression
+	// budget, and given up as soon as the result passes max.message.bytes.
+	release := s.decompression.acquire(record.RecompressMemory(b.Codec(), b.RecordsBytes(), ps.codec, ps.level))
+	out, err := b.AppendRecompressedLimit(make([]byte, 0, len(recs)+64), ps.codec, ps.level, int(ps.maxBytes))
+	release()
+	if errors.Is(err, record.ErrRecompressedTooLarge) {
+		return nil, kerr.MessageTooLarge.Code, fmt.Sprintf("batch exceeds max.message.bytes %d of topic %s after recompression to %s", ps.maxBytes, t.name, ps.codec)
+	}
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, "recompressing to compression.type " + ps.codec.String() + ": " + err.Error()
 	}

@@ -44,6 +44,12 @@ type Server struct {
 	closeMu sync.Mutex
 	closed  bool
 	stopErr error
+
+	// decompression is the produce path's decompression memory budget
+	// (produce_memory.go); maxDecompressed caps what one batch may
+	// decompress to (0: record.MaxDecompressedSize; tests lower it).
+	decompression   *memBudget
+	maxDecompressed atomic.Int64
 }
 
 // Start loads the log dirs (meta.properties, topic table, partition logs),
@@ -76,6 +82,8 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		done:   make(chan struct{}),
 		limits: limits,
 		reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes),
+
+		decompression: newMemBudget(DecompressionBudget),
 	}
 	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger)
 	cm, err := newCleaner(cfg, s.topics)

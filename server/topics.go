@@ -188,8 +188,16 @@ func (ts *topicStore) loadMetaProperties() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: %s: %w", ErrDataDir, p, err)
 		}
-		if n, err := strconv.ParseInt(kv["node.id"], 10, 32); err != nil || int32(n) != ts.cfg.NodeID {
-			return "", fmt.Errorf("%w: %s holds node.id %q, configured %d", ErrDataDir, p, kv["node.id"], ts.cfg.NodeID)
+		nid, ok := kv["node.id"]
+		if !ok {
+			return "", fmt.Errorf("%w: %s is not a valid meta.properties (no node.id=; garbage or damaged): repair it, or remove it and a new one is written (with a new cluster.id)", ErrDataDir, p)
+		}
+		n, err := strconv.ParseInt(nid, 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s is not a valid meta.properties: node.id %q is not a number", ErrDataDir, p, nid)
+		}
+		if int32(n) != ts.cfg.NodeID {
+			return "", fmt.Errorf("%w: %s holds node.id %d, configured %d", ErrDataDir, p, n, ts.cfg.NodeID)
 		}
 		id := kv["cluster.id"]
 		if id == "" || (clusterID != "" && id != clusterID) {

@@ -52,8 +52,10 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			compactCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			versionCommand(),
 		},
-		HideVersion:          true,
+		// --version (-v) prints "strata version ..." as "strata version" does.
+		Version:              readBuildInfo().String(),
 		EnableBashCompletion: false,
 		ExitErrHandler:       func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {

@@ -22,7 +22,9 @@ func benchCleanCommand() *cli.Command {
 		Description: `Runs one full offline compaction pass (the cleaner-offset-checkpoint is ignored:
 every segment, the last one included, is dirty) in place on DIR, a partition
 directory such as one left by 'strata bench log --keys K --keep'. DIR is changed:
-superseded records are gone afterwards.
+superseded records are gone afterwards. DIR must not belong to a running broker:
+when its parent (a data directory) has a .lock held by one, the run is refused
+(exit 2), as strata compact refuses it.
 
 Beside it, in the same run and on the same filesystem, before the pass:
 limit_copy_mb_per_sec, a plain copy of the same .log bytes into one new file with
@@ -82,7 +84,15 @@ type BenchCleanResult struct {
 }
 
 func runBenchClean(c *cli.Context) error {
-	dir := c.String("dir")
+	dir := filepath.Clean(c.String("dir"))
+	// The pass rewrites DIR in place: keep out of a running broker's data
+	// directory as compact and recover do (its parent's .lock; no lock file
+	// is created where there is none).
+	unlock, err := lockOffline("bench clean", dir, true, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	logs, total, err := segmentLogFiles(dir)
 	if err != nil {
 		return err

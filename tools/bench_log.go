@@ -119,6 +119,13 @@ func runBenchLog(c *cli.Context) error {
 	case cfg.tombstones > 0 && cfg.keys == 0:
 		return usageErr("--tombstones needs --keys (a tombstone without a key means nothing)")
 	}
+	// DIR is created, cleared and removed: never inside a running broker's
+	// data directory (its parent's .lock held).
+	unlock, err := lockOffline("bench log", filepath.Clean(cfg.dir), true, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := prepareBenchDir(cfg.dir); err != nil {
 		return err
 	}

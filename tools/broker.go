@@ -25,7 +25,9 @@ func brokerCommand() *cli.Command {
 			"requests in flight, flushes and closes the logs.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "server.properties file"},
-			&cli.StringSliceFlag{Name: "override", Usage: "key=value, repeatable; wins over --config"},
+			// Not a StringSliceFlag: that splits on commas, and a value such
+			// as log.dirs=/a,/b holds commas of its own.
+			&cli.GenericFlag{Name: "override", Value: &multiString{}, Usage: "key=value, repeatable (commas belong to the value); wins over --config"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		},
 		Action: runBroker,
@@ -41,7 +43,7 @@ func runBroker(c *cli.Context) error {
 		return usageErr("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
-	cfg, err := server.LoadConfig(c.String("config"), c.StringSlice("override"), log)
+	cfg, err := server.LoadConfig(c.String("config"), overrides(c), log)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -56,6 +58,14 @@ func runBroker(c *cli.Context) error {
 	log.Info("signal received", "signal", sig.String())
 	if err := srv.Close(); err != nil {
 		return failErr(err)
+	}
+	return nil
+}
+
+// overrides are the --override values in order, each whole.
+func overrides(c *cli.Context) []string {
+	if m, ok := c.Generic("override").(*multiString); ok && m != nil {
+		return m.vals
 	}
 	return nil
 }

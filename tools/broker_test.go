@@ -29,7 +29,10 @@ func TestBrokerCommand(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Main([]string{"strata", "broker", "--config", props,
-			"--override", "listeners=PLAINTEXT://" + addr, "--override", "log.dirs=" + filepath.Join(dir, "data")}, &stdout, &stderr)
+			"--override", "listeners=PLAINTEXT://" + addr,
+			// A comma inside a value is the value's (Kafka's list syntax),
+			// not a second --override.
+			"--override", "log.dirs=" + filepath.Join(dir, "data") + "," + filepath.Join(dir, "data2")}, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -59,8 +62,10 @@ func TestBrokerCommand(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("broker did not stop on SIGTERM")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "data", "meta.properties")); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"data", "data2"} {
+		if _, err := os.Stat(filepath.Join(dir, d, "meta.properties")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, want := range []string{"listening", addr, "some.unknown.key", "shut down cleanly"} {
 		if !strings.Contains(stderr.String(), want) {

@@ -49,8 +49,10 @@ start-up checks.
 --json prints one object per line with a "type": batch, record, index_entry,
 time_index_entry, txn_entry, snapshot_entry, checkpoint_entry or problem.
 
-The tool only reads: it takes no lock and never writes. Exit status: 0 ok, 1 an
-invalid batch, trailing bytes or a failed index check, 2 usage or I/O error.
+The tool only reads: it takes no lock and never writes. An existing file of a kind
+it does not know is skipped ("Ignoring unknown file"); a path that does not exist,
+or a directory, is an error. Exit status: 0 ok, 1 an invalid batch, trailing bytes
+or a failed index check, 2 usage or I/O error (a missing path among them).
 
 Examples:
    strata dumplog /data/orders-0/00000000000000000000.log
@@ -214,6 +216,15 @@ func siblingLog(path, suffix string) string {
 }
 
 func (d *dumper) dumpFile(path string) error {
+	// A path that is not there is an error (exit 2), whatever its name;
+	// only an existing file of a kind dumplog does not know is skipped.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory: give its files (e.g. %s)", path, filepath.Join(path, "*"+segment.LogSuffix))
+	}
 	kind := fileKind(path)
 	if kind == "" {
 		fmt.Fprintf(d.stderr, "Ignoring unknown file %s\n", path)

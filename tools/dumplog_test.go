@@ -465,7 +465,9 @@ func TestDumplogOtherFiles(t *testing.T) {
 	sb = binary.BigEndian.AppendUint64(sb, uint64(0xffffffffffffffff)) // no open txn
 	binary.BigEndian.PutUint32(sb[2:], record.CRC32C(sb[6:]))
 	os.WriteFile(snap, sb, 0o644)
-	stdout, stderr, code := run(t, "dumplog", "--files", ckpt+","+epochs, txn, snap, filepath.Join(dir, "notes.txt"))
+	notes := filepath.Join(dir, "notes.txt") // exists, but no file dumplog knows
+	os.WriteFile(notes, []byte("hello\n"), 0o644)
+	stdout, stderr, code := run(t, "dumplog", "--files", ckpt+","+epochs, txn, snap, notes)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -581,5 +583,20 @@ func TestDumplogOffsetsDecoder(t *testing.T) {
 	stdout, _, _ = run(t, "dumplog", p, "--offsets-decoder")
 	if !strings.Contains(stdout, ` key: {"type":"1","data":{"group":"g1","topic":"orders","partition":3}} payload: {"version":"3",`) {
 		t.Errorf("human output:\n%s", stdout)
+	}
+}
+
+// TestDumplogMissingPath: a path that does not exist is an I/O error (exit
+// 2, named on stderr), not an unknown file to ignore; so is a directory.
+func TestDumplogMissingPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Join(dir, "nonexistent"), filepath.Join(dir, "gone.log"), dir} {
+		stdout, stderr, code := run(t, "dumplog", p)
+		if code != ExitUsage {
+			t.Errorf("dumplog %s: exit %d, want %d\n%s%s", p, code, ExitUsage, stdout, stderr)
+		}
+		if strings.Contains(stderr, "Ignoring") || !strings.Contains(stderr, p) {
+			t.Errorf("dumplog %s: stderr %q", p, stderr)
+		}
 	}
 }

@@ -85,7 +85,8 @@ truncation (and segments after it are kept); without it, it is cut as a zeroed t
 
 Exit status: 0 the directory is consistent afterwards (the report says what was
 cut; with --dry-run: the inspection ran), 1 it could not be made consistent, 2
-usage or I/O error, or the directory is locked by a running broker.
+usage or I/O error, the directory is locked by a running broker, or it holds no
+partition directories and no segment files (nothing is written into it).
 
 Examples:
    strata recover --dry-run /var/lib/kafka/data
@@ -144,6 +145,18 @@ func runRecover(c *cli.Context) error {
 	partMode, err := isPartitionDir(path)
 	if err != nil {
 		return failErr(fmt.Errorf("recover: %w", err))
+	}
+	if !partMode {
+		// Recovering a directory without partitions would only write a
+		// .lock, empty checkpoints and a clean-shutdown marker into it: most
+		// likely a wrong path (a parent of the data directory, an empty one).
+		has, err := hasPartitionDirs(path)
+		if err != nil {
+			return failErr(fmt.Errorf("recover: %w", err))
+		}
+		if !has {
+			return usageErr("recover: %s holds no partition directories (<topic>-<partition>) and no segment files: not a data directory or a partition directory; nothing was changed", path)
+		}
 	}
 	res := &recoverResult{Type: "recover", Path: path, Mode: "data_dir"}
 	if partMode {
@@ -205,6 +218,25 @@ func isPartitionDir(dir string) (bool, error) {
 		}
 	}
 	return isPartitionDirName(filepath.Base(dir)), nil
+}
+
+// hasPartitionDirs reports whether dir holds a partition directory, live or
+// waiting for deletion (<topic>-<n>.<id>-delete, -stray).
+func hasPartitionDirs(dir string) (bool, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range des {
+		if !d.IsDir() {
+			continue
+		}
+		n := strings.TrimSuffix(strings.TrimSuffix(d.Name(), "-delete"), "-stray")
+		if isPartitionDirName(n) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // recoverRun is one recover invocation.

@@ -448,3 +448,29 @@ func TestRecoverPartitionSideFiles(t *testing.T) {
 		t.Errorf("second run:\n%s", again)
 	}
 }
+
+// TestRecoverRefusesDirWithoutPartitions: a directory that holds no
+// partition directories (an empty one, a mistyped parent) is refused with
+// exit 2 and left exactly as it was: no .lock, checkpoints or clean-shutdown
+// marker appear in it.
+func TestRecoverRefusesDirWithoutPartitions(t *testing.T) {
+	empty := t.TempDir()
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("not a log\n"), 0o644)
+	os.Mkdir(filepath.Join(other, "backups"), 0o755)
+	for _, dir := range []string{empty, other} {
+		for _, args := range [][]string{{"recover", dir}, {"recover", "--dry-run", dir}, {"recover", "--json", dir}} {
+			before := snapshotFiles(t, dir)
+			stdout, stderr, code := run(t, args...)
+			if code != ExitUsage {
+				t.Errorf("%v: exit %d, want %d\n%s%s", args, code, ExitUsage, stdout, stderr)
+			}
+			if !strings.Contains(stderr, "no partition directories") {
+				t.Errorf("%v: stderr %q", args, stderr)
+			}
+			if d := before.diff(snapshotFiles(t, dir)); d != "" {
+				t.Errorf("%v changed the directory:\n%s", args, d)
+			}
+		}
+	}
+}

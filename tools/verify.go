@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/stratalog/strata/internal/checkpoint"
+	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/segment"
 )
 
@@ -49,9 +50,12 @@ preallocate=true (log.preallocate) is what a crash leaves: the unwritten reserve
 the file, not lost data; recovery (the broker's start or strata recover) cuts it and
 reports it as bytes_preallocated_trimmed, not as a truncation. verify cannot tell
 it from unsynced data lost in a crash, so it still counts as a problem (exit 1).
-verify only reads: it takes no lock, so it also runs beside a live broker (whose
-active segment may then look torn). Exit status: 0 clean, 1 problems found, 2 usage
-or I/O error.
+verify only reads: it takes no lock, so it also runs beside a live broker. It
+notices one (the data directory's .lock is held) and says so on stderr: the last
+segment of each partition there is being written, so the zero-filled slots the
+broker preallocates in its .index and .timeindex are not problems and are skipped,
+and a torn batch at its very end may be a write in progress. Exit status: 0 clean,
+1 problems found, 2 usage or I/O error.
 
 Examples:
    strata verify /var/lib/kafka/data/orders-0
@@ -75,6 +79,10 @@ type verifier struct {
 	prog     *progress
 
 	partitions, segments, batches, problems, gaps, bytes int64
+
+	// live caches, per data directory, whether a running broker holds its
+	// lock (the note is printed once per directory).
+	live map[string]bool
 }
 
 // partInfo is what verify learned of a partition directory.
@@ -309,6 +317,27 @@ type segFiles struct {
 	log, ix, tix bool
 }
 
+// inUse reports whether dataDir is locked by a running broker, printing
+// the note that says what that means the first time.
+func (v *verifier) inUse(dataDir string) bool {
+	dataDir = filepath.Clean(dataDir)
+	if locked, ok := v.live[dataDir]; ok {
+		return locked
+	}
+	locked, err := vfs.DirLocked(dataDir)
+	if err != nil {
+		fmt.Fprintf(v.stderr, "strata: verify: note: cannot tell whether a broker is using %s: %v\n", dataDir, err)
+	}
+	if locked {
+		fmt.Fprintf(v.stderr, "strata: verify: note: %s is in use by a running broker (its .lock is held): the last segment of each partition is being written, so its preallocated zero index slots are skipped and a torn batch at its end may be a write in progress; stop the broker for a full check\n", dataDir)
+	}
+	if v.live == nil {
+		v.live = map[string]bool{}
+	}
+	v.live[dataDir] = locked
+	return locked
+}
+
 // partition verifies one partition directory.
 func (v *verifier) partition(dir string) (partInfo, error) {
 	info := partInfo{dir: dir}
@@ -357,12 +386,13 @@ func (v *verifier) partition(dir string) (partInfo, error) {
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	prevLast := int64(-1)
 	info.logStart = -1
-	for _, base := range bases {
+	live := len(bases) > 0 && v.inUse(filepath.Dir(filepath.Clean(dir)))
+	for i, base := range bases {
 		logPath := segment.FilePath(dir, base, segment.LogSuffix)
 		res, err := checkSegment(&v.scan, segmentCheck{
 			log: logPath, base: base, prevLast: prevLast, maxEntry: v.maxEntry, missingIndexProblem: true,
 			ix: segment.FilePath(dir, base, segment.IndexSuffix), tix: segment.FilePath(dir, base, segment.TimeIndexSuffix),
-			onBytes: v.prog.add,
+			onBytes: v.prog.add, active: live && i == len(bases)-1,
 		})
 		if err != nil {
 			return info, err
@@ -436,6 +466,11 @@ func (v *verifier) file(p string) error {
 	case segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix:
 		logPath := siblingLog(p, kind)
 		c := segmentCheck{log: logPath, base: base, prevLast: -1, maxEntry: v.maxEntry, missingIndexProblem: true, onBytes: v.prog.add}
+		// A segment file of a live broker's partition: the active one if no
+		// later segment follows it.
+		if partDir := filepath.Dir(filepath.Clean(logPath)); v.inUse(filepath.Dir(partDir)) {
+			c.active = isLastSegment(partDir, base)
+		}
 		if kind != segment.TimeIndexSuffix {
 			c.ix = strings.TrimSuffix(logPath, segment.LogSuffix) + segment.IndexSuffix
 		}
@@ -487,4 +522,18 @@ func (v *verifier) sideFile(path string, check func(string, []byte) []problem) {
 	for _, p := range check(path, b) {
 		v.report(p)
 	}
+}
+
+// isLastSegment reports whether no segment .log in dir has a base above base.
+func isLastSegment(dir string, base int64) bool {
+	names, err := readDirNames(dir)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if b, suf, ok := segment.ParseFileName(n); ok && suf == segment.LogSuffix && b > base {
+			return false
+		}
+	}
+	return true
 }

@@ -31,6 +31,9 @@ type segmentCheck struct {
 	missingIndexProblem bool
 	maxEntry            int64
 	onBytes             func(n int64) // progress
+	// active: the segment a running broker is appending to. Its indexes are
+	// preallocated (zero-filled past the last entry), which is no problem.
+	active bool
 }
 
 // checkSegment scans a .log once, checking framing, CRCs and offset order,
@@ -75,6 +78,15 @@ func checkSegment(sc *logScan, c segmentCheck) (*segResult, error) {
 		tix = e
 		res.tixEntries = len(e)
 		res.problems = append(res.problems, probs...)
+	}
+	if c.active {
+		kept := res.problems[:0]
+		for _, p := range res.problems {
+			if p.kind != kindIndexZeroPad {
+				kept = append(kept, p)
+			}
+		}
+		res.problems = kept
 	}
 	chk := newIndexCheck(c.base, c.ix, ix, c.tix, tix)
 	sc.reset(f, c.log, res.size, 0, res.size, c.maxEntry)

@@ -7,7 +7,9 @@
 // accepted but not connected onward, so peers see silence (timeouts), not a
 // reset — what a partition looks like to TCP. Unblock resumes forwarding on
 // the connections that survived. Reset closes every connection at once (a
-// crash of the far side, as seen from the near one). Close stops the proxy.
+// crash of the far side, as seen from the near one). Refuse is a host that is
+// down: every connection is closed and new ones are closed at once, until
+// Unblock. Close stops the proxy.
 package faultproxy
 
 import (
@@ -24,6 +26,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	blocked bool
+	refuse  bool          // close new connections at once (Refuse)
 	resume  chan struct{} // closed on Unblock; replaced on Block
 	conns   map[net.Conn]struct{}
 	closed  bool
@@ -56,10 +59,21 @@ func (p *Proxy) Block() {
 	}
 }
 
-// Unblock resumes forwarding.
+// Refuse closes every connection and, until Unblock, every new one at once.
+func (p *Proxy) Refuse() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Unblock resumes forwarding (after Block or Refuse).
 func (p *Proxy) Unblock() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.refuse = false
 	if p.blocked {
 		p.blocked = false
 		close(p.resume)
@@ -103,6 +117,12 @@ func (p *Proxy) Close() error {
 	return err
 }
 
+func (p *Proxy) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 // gate waits while the proxy blocks; false when the proxy closed.
 func (p *Proxy) gate() bool {
 	p.mu.Lock()
@@ -120,7 +140,7 @@ func (p *Proxy) gate() bool {
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.refuse {
 		c.Close()
 		return false
 	}
@@ -143,7 +163,10 @@ func (p *Proxy) accept() {
 			return
 		}
 		if !p.track(c) {
-			return
+			if p.isClosed() {
+				return
+			}
+			continue // refused
 		}
 		p.wg.Add(1)
 		go p.serve(c)

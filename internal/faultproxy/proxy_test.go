@@ -141,3 +141,45 @@ func TestCloseWhileBlocked(t *testing.T) {
 		t.Fatal("Close hangs on a blocked proxy")
 	}
 }
+
+// TestRefuse: open connections are closed, new ones are closed at once,
+// and Unblock lets connections through again.
+func TestRefuse(t *testing.T) {
+	p, err := New(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if got, err := roundTrip(c, r, "a", 10*time.Second); err != nil || got != "a\n" {
+		t.Fatalf("before: %q %v", got, err)
+	}
+	p.Refuse()
+	if _, err := roundTrip(c, r, "b", 10*time.Second); err == nil {
+		t.Fatal("an open connection survived Refuse")
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err == nil {
+		_ = c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c2.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a new connection was not closed while refusing")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("a new connection was held, not closed, while refusing")
+		}
+		c2.Close()
+	}
+	p.Unblock()
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if got, err := roundTrip(c3, bufio.NewReader(c3), "c", 10*time.Second); err != nil || got != "c\n" {
+		t.Fatalf("after Unblock: %q %v", got, err)
+	}
+}

@@ -118,3 +118,36 @@ func TestLockDirSameProcess(t *testing.T) {
 		t.Fatalf("LockDir of a missing dir: %v", err)
 	}
 }
+
+// TestDirLocked: the probe sees a lock held in this process and in another
+// (OFD and POSIX, as Java takes it), creates no .lock, and takes nothing.
+func TestDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	if locked, err := vfs.DirLocked(dir); err != nil || locked {
+		t.Fatalf("no .lock: %v %v", locked, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the probe created .lock: %v", err)
+	}
+	unlock, err := vfs.LockDir(dir)
+	must(t, err)
+	if locked, err := vfs.DirLocked(dir); err != nil || !locked {
+		t.Fatalf("held in this process: %v %v", locked, err)
+	}
+	// Probing does not disturb the holder.
+	if _, err := vfs.LockDir(dir); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("lock lost after a probe: %v", err)
+	}
+	must(t, unlock())
+	if locked, err := vfs.DirLocked(dir); err != nil || locked {
+		t.Fatalf("released: %v %v", locked, err)
+	}
+	for _, mode := range []string{"ofd", "posix"} {
+		_, release := lockChild(t, dir, mode)
+		locked, err := vfs.DirLocked(dir)
+		release()
+		if err != nil || !locked {
+			t.Errorf("held by a child (%s): %v %v", mode, locked, err)
+		}
+	}
+}

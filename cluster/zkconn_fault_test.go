@@ -1,0 +1,191 @@
+package cluster_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/cluster"
+	"github.com/stratalog/strata/internal/faultproxy"
+	"github.com/stratalog/strata/internal/zktest"
+)
+
+func waitEvent(t *testing.T, z cluster.ZK, st cluster.SessionState) cluster.SessionEvent {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case ev, ok := <-z.Events():
+			if !ok {
+				t.Fatal("Events closed")
+			}
+			if ev.State == st {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no session event %d within 60 s", st)
+		}
+	}
+}
+
+// TestZKConnServerRestart: ZooKeeper goes down under a live session and
+// comes back within the session timeout. Calls fail with ErrConnectionLoss
+// meanwhile (not hang), the client reconnects to the same session, its
+// ephemeral is still there and its watch, set before, fires for a change
+// made after.
+func TestZKConnServerRestart(t *testing.T) {
+	srv := zktest.Start(t)
+	// the server's longest session: a restart on a loaded machine can take
+	// tens of seconds, and the session must outlive it
+	z, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr(), SessionTimeout: 60 * time.Second, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	id := waitEvent(t, z, cluster.SessionConnected).SessionID
+	if _, err := z.Create("/eph", nil, cluster.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := z.Create("/w", nil, cluster.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	_, _, w, err := z.GetW("/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	waitEvent(t, z, cluster.SessionDisconnected)
+	done := make(chan error, 1)
+	go func() { _, _, err := z.Get("/w"); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, cluster.ErrConnectionLoss) {
+			t.Fatalf("get while ZooKeeper is down: %v, want ErrConnectionLoss", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a call hangs while ZooKeeper is down")
+	}
+	if _, err := z.Multi(cluster.Op{Kind: cluster.OpCheck, Path: "/w", Version: 0}); !errors.Is(err, cluster.ErrConnectionLoss) {
+		t.Fatalf("multi while ZooKeeper is down: %v", err)
+	}
+	srv.Restart()
+	if ev := waitEvent(t, z, cluster.SessionConnected); ev.SessionID != id {
+		t.Fatalf("reconnected with session 0x%x, want 0x%x", ev.SessionID, id)
+	}
+	other, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr(), Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, st, err := other.Get("/eph")
+	if err != nil || st.EphemeralOwner != id {
+		t.Fatalf("ephemeral after the restart: %+v %v", st, err)
+	}
+	if _, err := other.Set("/w", []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w:
+		if ev.Type != cluster.NodeDataChanged || ev.Path != "/w" {
+			t.Fatalf("watch event %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch set before the restart did not fire")
+	}
+}
+
+// TestZKConnClose: Close ends the session at once for the others (its
+// ephemeral goes), closes Events, and later calls fail with ErrClosed, even
+// with ZooKeeper down.
+func TestZKConnClose(t *testing.T) {
+	srv := zktest.Start(t)
+	a, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr() + "/chroot", Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Create("/eph", nil, cluster.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	for range a.Events() { // drains, then ends: closed
+	}
+	if _, err := a.Create("/x", nil, cluster.Persistent); !errors.Is(err, cluster.ErrClosed) {
+		t.Fatalf("create after close: %v", err)
+	}
+	if _, err := a.Multi(cluster.Op{Kind: cluster.OpCheck, Path: "/x"}); !errors.Is(err, cluster.ErrClosed) {
+		t.Fatalf("multi after close: %v", err)
+	}
+	b, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr(), Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := b.Exists("/chroot/eph"); ok || err != nil {
+		t.Fatalf("the closed session's ephemeral: %v %v", ok, err)
+	}
+	srv.Stop()
+	start := time.Now()
+	b.Close()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("close with ZooKeeper down took %v", d)
+	}
+	if _, _, err := b.Get("/"); !errors.Is(err, cluster.ErrClosed) {
+		t.Fatalf("get after close: %v", err)
+	}
+}
+
+// TestZKConnSilentPartition: ZooKeeper becomes unreachable without a reset
+// (every packet dropped, as in a network partition). The client notices,
+// a call made meanwhile fails with ErrConnectionLoss instead of hanging
+// until go-zookeeper's 10x connect-answer wait runs out, the server expires
+// the session, and after the partition heals the client learns of the
+// expiry and gets a new session.
+func TestZKConnSilentPartition(t *testing.T) {
+	srv := zktest.Start(t)
+	p, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const timeout = 4 * time.Second
+	z, err := cluster.DialZK(cluster.ZKConfig{Connect: p.Addr(), SessionTimeout: timeout, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	old := waitEvent(t, z, cluster.SessionConnected).SessionID
+	p.Block()
+	waitEvent(t, z, cluster.SessionDisconnected)
+	done := make(chan error, 1)
+	go func() { _, _, err := z.Get("/"); done <- err }()
+	// unclamped, the call waits 10 x 2/3 x 4 s = 27 s for the held connect
+	// request, then 1 s more; clamped, about 4 + 1 s
+	select {
+	case err := <-done:
+		if !errors.Is(err, cluster.ErrConnectionLoss) {
+			t.Fatalf("get during the partition: %v", err)
+		}
+	case <-time.After(5 * timeout):
+		t.Fatalf("a call hangs more than %v behind a silent partition", 5*timeout)
+	}
+	// the session expires at the server; then heal
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		dump, _ := zktest.FourLetter(srv.Addr(), "dump")
+		if strings.Contains(dump, "SessionTracker dump") && !strings.Contains(dump, fmt.Sprintf("0x%x", old)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not expire the partitioned session")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.Unblock()
+	if ev := waitEvent(t, z, cluster.SessionExpired); ev.SessionID != old {
+		t.Fatalf("expired 0x%x, want 0x%x", ev.SessionID, old)
+	}
+	if ev := waitEvent(t, z, cluster.SessionConnected); ev.SessionID == old || ev.SessionID == 0 {
+		t.Fatalf("new session 0x%x", ev.SessionID)
+	}
+}
