@@ -351,6 +351,9 @@ func produceFrameTo(topic string, batch []byte) []byte {
 // produceFrame writes a prepared produce frame and returns the partition's
 // error code.
 func (r *rawConn) produceFrame(frame []byte) (int16, error) {
+	// A deadline per round trip: the connections serve the whole test,
+	// longer under load than dialRaw's 20 s from the dial.
+	_ = r.nc.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := r.nc.Write(frame); err != nil {
 		return 0, err
 	}

@@ -13,20 +13,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// kfakeCluster starts franz-go's kfake, an in-process Kafka cluster of n
+// kfakeClusterOf starts franz-go's kfake, an in-process Kafka cluster of n
 // brokers (node ids 0..n-1) speaking the real protocol. It stands in for
 // the multi-broker strata cluster until that exists: replication factors
 // above 1, leaders spread over brokers, CreateTopics routed to a
 // controller. Its ISR is always every replica, so the under-replicated and
 // unavailable cases are covered over kadm values (topics_describe_test.go).
-func kfakeCluster(t *testing.T, n int) string {
+// It returns the cluster, for tests that steer it, and its addresses.
+func kfakeClusterOf(t *testing.T, n int) (*kfake.Cluster, string) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(n))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return strings.Join(c.ListenAddrs(), ",")
+	return c, strings.Join(c.ListenAddrs(), ",")
 }
 
 var partitionLineRE = regexp.MustCompile(`^\tTopic: (\S+)\tPartition: (\d+)\tLeader: (\S+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)$`)
@@ -57,8 +58,15 @@ func describedLines(t *testing.T, out string) (headers []string, parts [][]strin
 // partitions added with an assignment, the report flags on a healthy
 // cluster, regex delete.
 func TestTopicsKfakeCluster(t *testing.T) {
-	addr := kfakeCluster(t, 3)
+	c, addr := kfakeClusterOf(t, 3)
 	mustTopics(t, ExitOK, addr, "--create", "--topic", "r3", "--partitions", "6", "--replication-factor", "3")
+	// kfake draws each leader at random (all six on one broker 1 time in
+	// 243): spread them, so the report must show several.
+	for p := range int32(6) {
+		if err := c.MoveTopicPartition("r3", p, p%3); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := mustTopics(t, ExitOK, addr, "--describe", "--topic", "r3")
 	headers, parts := describedLines(t, r.stdout)
 	if len(headers) != 1 || !strings.Contains(headers[0], "\tPartitionCount: 6\tReplicationFactor: 3\t") || !strings.Contains(headers[0], "\tTopicId: ") {
@@ -77,8 +85,8 @@ func TestTopicsKfakeCluster(t *testing.T) {
 			}
 			seen[b] = true
 		}
-		if p[1] != strconv.Itoa(i) || len(replicas) != 3 || p[4] != p[3] || !seen[p[2]] {
-			t.Errorf("partition line %d: %q", i, p)
+		if p[1] != strconv.Itoa(i) || len(replicas) != 3 || p[4] != p[3] || !seen[p[2]] || p[2] != strconv.Itoa(int(c.LeaderFor("r3", int32(i)))) {
+			t.Errorf("partition line %d: %q (leader %d)", i, p, c.LeaderFor("r3", int32(i)))
 		}
 		leaders[p[2]] = true
 	}
