@@ -64,8 +64,9 @@
 // and compression.*.level, delete.retention.ms, flush.*, max.message.bytes,
 // min/max.compaction.lag.ms, message.timestamp.type,
 // min.cleanable.dirty.ratio, preallocate, retention.*, segment.bytes,
-// segment.ms) are described with their broker synonym as default; other
-// Kafka topic configs (min.insync.replicas, index.interval.bytes, ...) are
+// segment.ms, and in cluster mode min.insync.replicas and
+// unclean.leader.election.enable) are described with their broker synonym
+// as default; other Kafka topic configs (index.interval.bytes, ...) are
 // checked with Kafka's validators and stored but not applied; any other
 // name is INVALID_CONFIG. A stored override that fails its check (kept by
 // an older strata, which checked less) is logged at start and the broker's
