@@ -25,7 +25,7 @@ func TestClusterConfigDefaults(t *testing.T) {
 		NumReplicaFetchers: 1, ReplicaHWCheckpointIntervalMs: 5000,
 		ControlledShutdownEnable: true, ControlledShutdownMaxRetries: 3, ControlledShutdownRetryBackoffMs: 5000,
 		AutoLeaderRebalanceEnable: true, LeaderImbalancePerBrokerPercentage: 10, LeaderImbalanceCheckIntervalSeconds: 300,
-		ControllerSocketTimeoutMs: 30000,
+		ControllerSocketTimeoutMs:   30000,
 		ListenerSecurityProtocolMap: map[string]string{"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"},
 	}
 	if !reflect.DeepEqual(cc, want) {

@@ -58,9 +58,9 @@ type metaTopic struct {
 }
 
 type metaPartition struct {
-	present                         bool
-	leader, leaderEpoch, zkVersion  int32
-	replicas, isr, offlineReplicas  []int32
+	present                        bool
+	leader, leaderEpoch, zkVersion int32
+	replicas, isr, offlineReplicas []int32
 }
 
 // metadataView is the Metadata response's content for clients of one

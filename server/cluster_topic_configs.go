@@ -32,7 +32,6 @@ func (cl *clusterNode) topicConfigsChanged(topics []string) {
 	}
 }
 
-
 // topicOverrides is a topic's overrides: the topic table's on a single
 // node, ZooKeeper's /config/topics/T in cluster mode; false when the topic
 // does not exist (or, in cluster mode, cannot be read: logged).

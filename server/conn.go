@@ -31,7 +31,7 @@ type conn struct {
 	// listener is the name of the listener the connection came in on:
 	// Metadata answers with the brokers' endpoints on it.
 	listener string
-	log *slog.Logger
+	log      *slog.Logger
 
 	// reserved is what the request being served holds of
 	// queued.max.request.bytes, given back once it is served.

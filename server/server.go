@@ -32,8 +32,8 @@ type Server struct {
 	advertised    Listener       // what Metadata tells clients to dial
 	advertisedAll []Listener     // every advertised listener, bound ports resolved
 	cl            *clusterNode   // cluster mode (zookeeper.connect), nil on a single node
-	limits     *connLimits    // max.connections, max.connections.per.ip
-	reqMem     *requestMemory // queued.max.request.bytes
+	limits        *connLimits    // max.connections, max.connections.per.ip
+	reqMem        *requestMemory // queued.max.request.bytes
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
