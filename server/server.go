@@ -287,6 +287,9 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.log.Info("shutting down")
+	if s.cl != nil {
+		s.cl.controlledShutdown() // while still serving, as Kafka
+	}
 	s.mu.Lock()
 	s.closing.Store(true)
 	close(s.done)
