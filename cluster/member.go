@@ -5,9 +5,9 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -196,7 +196,7 @@ func StartMember(cfg MemberConfig) (*Member, error) {
 	}
 	m.cm = &channelManager{self: id, listener: listener, timeout: c.ControllerSocketTimeout, dial: c.Dial,
 		result: func(r RequestResult) { m.q.push(driverEvent{kind: evControl, ctrl: r}) },
-		log: m.log, queues: map[int32]*brokerQueue{}}
+		log:    m.log, queues: map[int32]*brokerQueue{}}
 	m.notes = newNotifier()
 	var rebalance time.Duration
 	if c.AutoLeaderRebalanceEnable {
