@@ -254,7 +254,7 @@ func (d *driver) expired(why string) {
 	if d.session == 0 {
 		return
 	}
-	d.log.Warn(why+": registration and controllership lost until a new session", "broker", d.id, "session", hexID(d.session))
+	d.log.Warn(why+": registration and controllership lost until a new session", "session", hexID(d.session))
 	d.session = 0
 	d.armed = map[string]uint64{}
 	d.resign(why)
@@ -277,7 +277,7 @@ func (d *driver) register() {
 	}
 	d.ok(evRegister)
 	d.session, d.epoch = sid, epoch
-	d.log.Info("registered in zookeeper", "broker", d.id, "broker_epoch", epoch, "session", hexID(sid))
+	d.log.Info("registered in zookeeper", "broker_epoch", epoch, "session", hexID(sid))
 	d.env.notify(memberNote{kind: noteRegistered, epoch: epoch})
 	d.elect()
 }
@@ -294,7 +294,7 @@ func (d *driver) retry(k evKind, ev driverEvent, why error) {
 	if ev.gen == 0 {
 		ev.gen = d.gen
 	}
-	d.log.Warn("zookeeper: retrying", "broker", d.id, "what", k.String(), "after", b, "error", why)
+	d.log.Warn("zookeeper: retrying", "what", k.String(), "after", b, "error", why)
 	d.env.after(b, ev)
 }
 

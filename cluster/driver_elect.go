@@ -14,13 +14,16 @@ func (d *driver) elect() {
 	if d.session == 0 || d.state != stIdle {
 		return
 	}
+	if d.zk.SessionID() != d.session {
+		return // the session changed under us: its events (queued) register again, then elect
+	}
 	_, ours, exists, err := d.readController()
 	if err != nil {
 		d.electFailed(err)
 		return
 	}
 	if ours {
-		d.log.Info("this broker's session holds /controller: taking over", "broker", d.id)
+		d.log.Info("this broker's session holds /controller: taking over")
 		d.activate()
 		return
 	}
@@ -39,7 +42,7 @@ func (d *driver) elect() {
 	if err == nil {
 		d.ok(evElect)
 		d.setController(d.id)
-		d.log.Info("elected controller", "broker", d.id, "controller_epoch", epoch+1)
+		d.log.Info("elected controller", "controller_epoch", epoch+1)
 		d.activate()
 		return
 	}
@@ -53,7 +56,7 @@ func (d *driver) elect() {
 		d.electFailed(rerr)
 	case ours:
 		d.ok(evElect)
-		d.log.Info("elected controller (the answer was lost)", "broker", d.id, "controller_epoch", epoch+1)
+		d.log.Info("elected controller (the answer was lost)", "controller_epoch", epoch+1)
 		d.activate()
 	case !exists:
 		d.electFailed(err) // nobody won: try again
@@ -171,7 +174,7 @@ func (d *driver) activate() {
 	}
 	d.env.setBrokers(snap.Brokers)
 	d.state = stActive
-	d.log.Info("controller activated", "broker", d.id, "controller_epoch", snap.ControllerEpoch,
+	d.log.Info("controller activated", "controller_epoch", snap.ControllerEpoch,
 		"brokers", len(snap.Brokers), "topics", len(snap.Topics))
 	d.env.notify(memberNote{kind: noteActive, active: true})
 	gen := d.gen
@@ -184,7 +187,7 @@ func (d *driver) activate() {
 func (d *driver) activationFailed(err error) {
 	switch {
 	case errors.Is(err, ErrNotController):
-		d.log.Info("not the controller after all", "broker", d.id, "reason", err)
+		d.log.Info("not the controller after all", "reason", err)
 		d.state = stIdle
 		d.gen++
 		d.q.push(driverEvent{kind: evElect})
@@ -231,7 +234,7 @@ func (d *driver) afterResign() {
 	d.lastGood = nil
 	d.env.stopRequests()
 	d.env.notify(memberNote{kind: noteActive, active: false})
-	d.log.Info("controller resigned", "broker", d.id)
+	d.log.Info("controller resigned")
 	if d.session == 0 {
 		return
 	}

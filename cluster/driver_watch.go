@@ -170,10 +170,9 @@ func (d *driver) readBrokers() ([]Broker, error) {
 }
 
 // readTopics reads every topic's assignment and config overrides. A
-// malformed assignment is logged and the topic is given as it last
-// decoded (or left out when it never did, as the snapshot does), so the
-// Controller neither forgets it nor acts on garbage; malformed overrides
-// are given as unknown (nil).
+// malformed assignment or config is logged and the topic is given as it
+// last decoded (or left out when it never did, as the snapshot does), so
+// the Controller neither forgets it nor acts on garbage.
 func (d *driver) readTopics() ([]Topic, error) {
 	names, err := d.children(readTopics, TopicsPath)
 	if err != nil {
@@ -209,11 +208,13 @@ func (d *driver) readTopics() ([]Topic, error) {
 			return nil, err
 		default:
 			if t.Configs, err = DecodeEntityConfig(TopicConfigPath(name), cfg); err != nil {
-				d.log.Warn("malformed topic config: overrides left as they were", "topic", name, "error", err)
-				t.Configs = nil
 				if last, ok := d.lastGood[name]; ok {
-					t.Configs = last.Configs
+					d.log.Warn("malformed topic config: keeping the last one read", "topic", name, "error", err)
+					out = append(out, last)
+				} else {
+					d.log.Warn("malformed topic config: topic skipped", "topic", name, "error", err)
 				}
+				continue
 			}
 		}
 		if d.lastGood != nil {

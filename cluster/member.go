@@ -407,3 +407,24 @@ func (n *notifier) close() {
 	close(n.stop)
 	<-n.done
 }
+
+// JoinCluster dials ZooKeeper (DialZK: ErrNoSession after
+// zookeeper.connection.timeout.ms when none answers) and starts the Member
+// on that session (mc.ZK is ignored); the session is closed if the start
+// fails.
+func JoinCluster(zc ZKConfig, mc MemberConfig) (*Member, error) {
+	if zc.Logger == nil {
+		zc.Logger = mc.Logger
+	}
+	zk, err := DialZK(zc)
+	if err != nil {
+		return nil, err
+	}
+	mc.ZK = zk
+	m, err := StartMember(mc)
+	if err != nil {
+		zk.Close()
+		return nil, err
+	}
+	return m, nil
+}
