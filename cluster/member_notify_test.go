@@ -18,8 +18,8 @@ import (
 // fakeClock is a settable clock for the config notification purge.
 type fakeClock struct{ ns atomic.Int64 }
 
-func (c *fakeClock) now() time.Time        { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) add(d time.Duration)   { c.ns.Add(int64(d)) }
+func (c *fakeClock) now() time.Time       { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) add(d time.Duration)  { c.ns.Add(int64(d)) }
 func newFakeClock(t time.Time) *fakeClock { c := &fakeClock{}; c.ns.Store(t.UnixNano()); return c }
 
 // TestMemberConfigChanges: config change notifications are processed in
@@ -170,9 +170,9 @@ func TestMemberMalformedZnodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p, data := range map[string]string{
-		cluster.BrokerPath(9):           `{"version":5,"endpoints":[`,
-		cluster.TopicPath("bad"):        `{"partitions":{"0":"one"}}`,
-		cluster.TopicPath("badcfg"):     `{"version":3,"partitions":{"0":[1]}}`,
+		cluster.BrokerPath(9):             `{"version":5,"endpoints":[`,
+		cluster.TopicPath("bad"):          `{"partitions":{"0":"one"}}`,
+		cluster.TopicPath("badcfg"):       `{"version":3,"partitions":{"0":[1]}}`,
 		cluster.TopicConfigPath("badcfg"): `{"config":{"retention.ms":1}}`,
 	} {
 		if _, err := h.Create(p, []byte(data), cluster.Persistent); err != nil {

@@ -53,7 +53,7 @@ func TestMemberRealZK(t *testing.T) {
 	obs, _ := dialReal(t, srv, 20*time.Second, false)
 	defer obs.Close()
 	for path, golden := range map[string]string{
-		cluster.BrokerPath(1):   "broker_v5.json",
+		cluster.BrokerPath(1):  "broker_v5.json",
 		cluster.ControllerPath: "controller_v1.json",
 	} {
 		want, err := os.ReadFile("testdata/znodes/" + golden)
