@@ -61,18 +61,6 @@ type runner interface {
 	Close() error
 }
 
-// runnerOptions are what the server gives the Runner.
-type runnerOptions struct {
-	controller       func() (int32, string, bool)
-	resolve          func(broker int32) (string, bool)
-	socketTimeoutMs  int64
-	checkpointIntvMs int64
-	logger           *slog.Logger
-}
-
-// startRunner starts the replica fetchers over the Manager; nil until
-// replica.Runner lands (followers do not fetch then).
-var startRunner func(rm *replica.Manager, o runnerOptions) (runner, error)
 
 // startCluster is cluster mode's start up to the listeners, in Kafka's
 // order (KafkaServer.startup): the ZooKeeper session (a clear error after
@@ -149,9 +137,13 @@ func (cl *clusterNode) resolveBrokerID() error {
 	case stored >= 0:
 		cl.id = stored
 	default:
-		id, err := generateBrokerID(cl.zk)
+		deadline := time.Now().Add(cl.cfg.Cluster.zkConnectionTimeout())
+		if err := cluster.EnsurePersistentPaths(cl.zk, deadline); err != nil {
+			return fmt.Errorf("%w: %w", ErrCluster, err)
+		}
+		id, err := cluster.GenerateBrokerID(cl.zk, cluster.ReservedBrokerMaxID, deadline)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: generating a broker id: %w", ErrCluster, err)
 		}
 		cl.id = id
 		cl.log.Info("broker id generated", "broker_id", id)
@@ -159,24 +151,6 @@ func (cl *clusterNode) resolveBrokerID() error {
 	return nil
 }
 
-// generateBrokerID is Kafka's generateBrokerSequenceId: a write of
-// /brokers/seqid at any version; the new version plus
-// reserved.broker.max.id is the id.
-func generateBrokerID(zk cluster.ZK) (int32, error) {
-	for range 3 {
-		st, err := zk.Set(cluster.BrokerSeqIDPath, nil, -1)
-		if err == nil {
-			return cluster.GeneratedBrokerID(st.Version, cluster.ReservedBrokerMaxID), nil
-		}
-		if !errors.Is(err, cluster.ErrNoNode) {
-			return -1, fmt.Errorf("%w: generating a broker id (%s): %w", ErrCluster, cluster.BrokerSeqIDPath, err)
-		}
-		if err := ensurePersistentPaths(zk); err != nil {
-			return -1, err
-		}
-	}
-	return -1, fmt.Errorf("%w: %s keeps disappearing", ErrCluster, cluster.BrokerSeqIDPath)
-}
 
 // join is cluster mode's start after the listeners are bound: the replica
 // manager over the recovered logs, the membership (registration in
@@ -203,16 +177,7 @@ func (cl *clusterNode) join() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cl.rm = rm
-	mem, err := joinCluster(memberConfig{
-		zk:                  cl.zk,
-		brokerID:            cl.id,
-		endpoints:           cl.endpoints(),
-		rack:                cc.BrokerRack,
-		checkClusterID:      cl.adoptClusterID,
-		onControllerChange:  func(int32) { cl.controllerChanged() },
-		onReregistered:      cl.reregistered,
-		onTopicConfigChange: cl.topicConfigsChanged,
-	})
+	mem, err := cl.startMember()
 	if err != nil {
 		return err
 	}
@@ -223,19 +188,17 @@ func (cl *clusterNode) join() error {
 			return err
 		}
 	}
-	if startRunner != nil {
-		r, err := startRunner(rm, runnerOptions{
-			controller:       cl.controllerAddr,
-			resolve:          cl.brokerAddr,
-			socketTimeoutMs:  int64(cc.ReplicaSocketTimeoutMs),
-			checkpointIntvMs: cc.ReplicaHWCheckpointIntervalMs,
-			logger:           cl.log.With("component", "replica-fetcher"),
-		})
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		cl.runner = r
+	r, err := replica.StartRunner(rm, replica.RunnerOptions{
+		Controller:                        cl.controllerAddr,
+		Resolve:                           cl.brokerAddr,
+		SocketTimeoutMs:                   int64(cc.ReplicaSocketTimeoutMs),
+		HighWatermarkCheckpointIntervalMs: cc.ReplicaHWCheckpointIntervalMs,
+		Logger:                            cl.log.With("component", "replica-fetcher"),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	cl.runner = r
 	cl.log.Info("joined the cluster", "broker_id", cl.id, "cluster_id", cl.clusterID, "broker_epoch", mem.BrokerEpoch(),
 		"zookeeper", cc.ZookeeperConnect)
 	return nil

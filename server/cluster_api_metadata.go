@@ -76,7 +76,7 @@ func (cl *clusterNode) autoCreate(name string) int16 {
 		err = cl.createTopic(context.Background(), name, cl.cfg.NumPartitions, cl.cfg.DefaultReplication, nil, nil, false)
 	}
 	switch {
-	case err == nil, errors.Is(err, errTopicExists):
+	case err == nil, errors.Is(err, cluster.ErrTopicExists):
 		return kerr.LeaderNotAvailable.Code
 	case errors.Is(err, errNotEnoughBrokers):
 		return kerr.CoordinatorNotAvailable.Code

@@ -169,18 +169,12 @@ func adminErrorCode(cl *clusterNode, what, topic string, err error) (int16, stri
 	switch {
 	case err == nil:
 		return 0, ""
-	case errors.Is(err, errTopicExists):
-		return kerr.TopicAlreadyExists.Code, err.Error()
-	case errors.Is(err, errUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + topic
 	case errors.Is(err, errPartitionCount):
 		return kerr.InvalidPartitions.Code, err.Error()
 	case errors.Is(err, ErrConfig):
 		return kerr.InvalidConfig.Code, err.Error()
 	case errors.Is(err, ErrInvalidTopic):
 		return kerr.InvalidTopicException.Code, err.Error()
-	case errors.Is(err, errConcurrentChange):
-		return kerr.UnknownServerError.Code, err.Error()
 	case cluster.ErrorCode(err) > 0:
 		return cluster.ErrorCode(err), err.Error()
 	}

@@ -60,8 +60,8 @@ func followerFetch(t testing.TB, c *kwire.Conn, replica int32, topic string, p i
 
 // TestClusterLeaderDataPath drives one broker as the leader of a partition
 // replicated on it and on a follower the test plays (broker 2), with the
-// test as the controller: Metadata from the cache; produce to the leader
-// (and NOT_LEADER_OR_FOLLOWER at the follower); consumers read only below
+// test as the controller: Metadata from the cache of another broker (3);
+// produce to the leader (and NOT_LEADER_OR_FOLLOWER at broker 3); consumers read only below
 // the high watermark, which moves as the follower fetches; acks=-1 waits
 // for the follower (REQUEST_TIMED_OUT when it does not come); a shrunk ISR
 // below min.insync.replicas refuses acks=-1 before the append
@@ -72,31 +72,32 @@ func TestClusterLeaderDataPath(t *testing.T) {
 	_, connect := testZK(t)
 	fc := newFakeController(t, connect)
 	z := testZKConn(t, connect)
-	if err := ensurePersistentPaths(z); err != nil {
+	if err := cluster.EnsurePersistentPaths(z, time.Now().Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := z.Create(cluster.TopicConfigPath("t"), cluster.EncodeEntityConfig(map[string]string{"min.insync.replicas": "2"}), cluster.Persistent); err != nil {
 		t.Fatal(err)
 	}
+	fc.ghosts = []int32{2}
 	b1 := startClusterBroker(t, connect, 1, t.TempDir())
-	b2 := startClusterBroker(t, connect, 2, t.TempDir())
+	b3 := startClusterBroker(t, connect, 3, t.TempDir())
 	id := newUUID()
 	st := partState{topic: "t", id: id, partition: 0, leader: 1, leaderEpoch: 1, isr: []int32{1, 2}, replicas: []int32{1, 2}}
-	for _, b := range []*Server{b1, b2} {
-		if resp := fc.leaderAndIsr(b, []*Server{b1, b2}, st); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("LeaderAndIsr to %d: %+v", b.NodeID(), resp)
-		}
-		if resp := fc.updateMetadata(b, []*Server{b1, b2}, st); resp.ErrorCode != 0 {
+	if resp := fc.leaderAndIsr(b1, []*Server{b1}, st); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("LeaderAndIsr: %+v", resp)
+	}
+	for _, b := range []*Server{b1, b3} {
+		if resp := fc.updateMetadata(b, []*Server{b1, b3}, st); resp.ErrorCode != 0 {
 			t.Fatalf("UpdateMetadata: %d", resp.ErrorCode)
 		}
 	}
-	c1, c2 := client(t, b1), client(t, b2)
+	c1, c2 := client(t, b1), client(t, b3)
 
 	// Metadata from the follower's cache.
 	mreq := kmsg.NewPtrMetadataRequest()
 	mreq.Version = 11
 	md := call[*kmsg.MetadataResponse](t, c2, mreq)
-	if len(md.Brokers) != 2 || md.ControllerID != 999 || len(md.Topics) != 1 || md.Topics[0].TopicID != id {
+	if len(md.Brokers) != 3 || md.ControllerID != 999 || len(md.Topics) != 1 || md.Topics[0].TopicID != id {
 		t.Fatalf("metadata %+v", md)
 	}
 	mp := md.Topics[0].Partitions[0]
@@ -106,7 +107,7 @@ func TestClusterLeaderDataPath(t *testing.T) {
 
 	// Produce: only the leader takes it.
 	if p := produceTo(t, c2, "t", 0, 1, 5000, 3); p.ErrorCode != kerr.NotLeaderForPartition.Code {
-		t.Fatalf("produce to the follower: %d", p.ErrorCode)
+		t.Fatalf("produce to a broker that does not lead: %d", p.ErrorCode)
 	}
 	if p := produceTo(t, c1, "t", 0, 1, 5000, 3); p.ErrorCode != 0 || p.BaseOffset != 0 {
 		t.Fatalf("acks=1 produce: %+v", p)
@@ -154,7 +155,7 @@ func TestClusterLeaderDataPath(t *testing.T) {
 	// goes on.
 	st2 := st
 	st2.leaderEpoch, st2.isr, st2.zkVersion = 2, []int32{1}, 1
-	fc.leaderAndIsr(b1, []*Server{b1, b2}, st2)
+	fc.leaderAndIsr(b1, []*Server{b1}, st2)
 	end := b1.cl.rm.Partition("t", 0).Log().LogEndOffset()
 	if p := produceTo(t, c1, "t", 0, -1, 5000, 1); p.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=-1 below min.insync.replicas: %d", p.ErrorCode)
@@ -201,7 +202,7 @@ func TestClusterLeaderDataPath(t *testing.T) {
 	old.epoch = 4
 	st3 := st2
 	st3.leader, st3.leaderEpoch = 2, 3
-	if resp := old.leaderAndIsr(b1, []*Server{b1, b2}, st3); resp.ErrorCode != kerr.StaleControllerEpoch.Code {
+	if resp := old.leaderAndIsr(b1, []*Server{b1}, st3); resp.ErrorCode != kerr.StaleControllerEpoch.Code {
 		t.Fatalf("LeaderAndIsr from controller epoch 4: %d", resp.ErrorCode)
 	}
 	if resp := old.updateMetadata(b1, []*Server{b1}, st3); resp.ErrorCode != kerr.StaleControllerEpoch.Code {
@@ -215,7 +216,7 @@ func TestClusterLeaderDataPath(t *testing.T) {
 	if p := b1.cl.rm.Partition("t", 0); p.Leader() != 1 || p.LeaderEpoch() != 2 {
 		t.Fatalf("fenced requests changed the partition: leader %d epoch %d", p.Leader(), p.LeaderEpoch())
 	}
-	if n := len(b1.cl.images.load().brokers); n != 2 {
+	if n := len(b1.cl.images.load().brokers); n != 3 {
 		t.Fatalf("a fenced UpdateMetadata changed the cache: %d brokers", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/stratalog/strata/cluster"
 	"github.com/stratalog/strata/replica"
 	"github.com/stratalog/strata/segment"
 )
@@ -211,7 +212,7 @@ func (cl *clusterNode) ensureOffsetsTopic() error {
 			"this goes away once enough brokers are up", errNotEnoughBrokers, live, rf)
 	}
 	err := cl.createTopic(context.Background(), OffsetsTopic, int32(len(co.loading)), rf, nil, co.offsetsTopicConfigs(), false)
-	if err != nil && !errors.Is(err, errTopicExists) {
+	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err
 	}
 	return nil
@@ -238,7 +239,7 @@ func (cl *clusterNode) offsetsPartitionCount() int32 {
 	switch {
 	case err == nil && len(a.Partitions) > 0:
 		return int32(len(a.Partitions))
-	case err != nil && !errors.Is(err, errUnknownTopic):
+	case err != nil && !errors.Is(err, cluster.ErrUnknownTopic):
 		cl.log.Warn("reading the offsets topic's assignment; using offsets.topic.num.partitions", "error", err)
 	}
 	return cl.cfg.OffsetsTopicNumPartitions

@@ -70,6 +70,9 @@ type fakeController struct {
 	zk    cluster.ZK
 	id    int32
 	epoch int32
+	// ghosts are brokers the test plays itself (a follower that fetches by
+	// hand): UpdateMetadata lists them live at 127.0.0.1:1.
+	ghosts []int32
 }
 
 func newFakeController(t testing.TB, connect string) *fakeController {
@@ -168,10 +171,22 @@ func (fc *fakeController) updateMetadata(s *Server, brokers []*Server, parts ...
 		lb.Endpoints = append(lb.Endpoints, e)
 		req.LiveBrokers = append(req.LiveBrokers, lb)
 	}
+	for _, id := range fc.ghosts {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = id
+		e := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		e.Host, e.Port, e.ListenerName = "127.0.0.1", 1, "PLAINTEXT"
+		lb.Endpoints = append(lb.Endpoints, e)
+		req.LiveBrokers = append(req.LiveBrokers, lb)
+	}
 	return fc.send(s, req).(*kmsg.UpdateMetadataResponse)
 }
 
 func hostPort(a net.Addr) (string, int32) {
 	ta := a.(*net.TCPAddr)
 	return ta.IP.String(), int32(ta.Port)
+}
+
+func kwireDial(ctx context.Context, addr string) (*kwire.Conn, error) {
+	return kwire.Dial(ctx, addr, kwire.Options{ClientID: "test"})
 }

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,25 +22,47 @@ type clusterMember interface {
 	AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
 	ControlledShutdown(ctx context.Context, req *kmsg.ControlledShutdownRequest) (*kmsg.ControlledShutdownResponse, error)
 	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
+	// ReportLogDirFailure tells the controller a log dir of this broker
+	// failed (a /log_dir_event_notification znode).
+	ReportLogDirFailure()
 	// Close ends the membership: the ZooKeeper session closes, so the
 	// registration (and /controller, when held) go at once.
 	Close()
 }
 
-// memberConfig is what the server hands the member at start.
-type memberConfig struct {
-	zk        cluster.ZK
-	brokerID  int32
-	endpoints []cluster.Endpoint
-	rack      string
-	// checkClusterID refuses another cluster's id (meta.properties).
-	checkClusterID func(id string) error
-	// Callbacks (on the member's goroutines).
-	onControllerChange  func(id int32)
-	onReregistered      func(epoch int64)
-	onTopicConfigChange func(topics []string)
+// startMember starts the broker's membership with package cluster's
+// Member: Kafka's persistent paths, /cluster/id (refused when the log dirs
+// belong to another cluster), the ephemeral /brokers/ids/N, the controller
+// election and, while elected, the controller with the broker's settings,
+// and the config change listener.
+func (cl *clusterNode) startMember() (clusterMember, error) {
+	cc := &cl.cfg.Cluster
+	m, err := cluster.StartMember(cluster.MemberConfig{
+		ZK:        cl.zk,
+		BrokerID:  cl.id,
+		Endpoints: cl.endpoints(),
+		Rack:      cc.BrokerRack,
+		Controller: &cluster.ControllerOptions{
+			UncleanLeaderElectionEnable:        cc.UncleanLeaderElectionEnable,
+			DeleteTopicEnable:                  cl.cfg.DeleteTopicEnable,
+			LeaderImbalancePerBrokerPercentage: int(cc.LeaderImbalancePerBrokerPercentage),
+			InterBrokerListener:                cl.cfg.interBrokerListener(),
+		},
+		ControllerSocketTimeout:      time.Duration(cc.ControllerSocketTimeoutMs) * time.Millisecond,
+		AutoLeaderRebalanceEnable:    cc.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: time.Duration(cc.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		StartTimeout:                 cc.zkConnectionTimeout(),
+		CheckClusterID:               cl.adoptClusterID,
+		OnControllerChange:           func(int32) { cl.controllerChanged() },
+		OnReregistered:               cl.reregistered,
+		OnTopicConfigChange:          cl.topicConfigsChanged,
+		Logger:                       cl.log.With("component", "cluster"),
+	})
+	if err != nil {
+		if errors.Is(err, ErrInconsistentClusterID) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCluster, err)
+	}
+	return m, nil
 }
-
-// joinCluster starts the broker's membership; replaced by package cluster's
-// Member once it lands (registration only until then).
-var joinCluster = startRegistration

@@ -1,6 +1,10 @@
 package server
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/stratalog/strata/cluster"
+)
 
 // topicConfigsChanged follows /config/changes (the member's config change
 // listener): each topic's overrides are read again from ZooKeeper and
@@ -41,7 +45,7 @@ func (s *Server) topicOverrides(name string) (map[string]string, bool) {
 	}
 	cfg, err := s.cl.readTopicOverrides(name)
 	if err != nil {
-		if !errors.Is(err, errUnknownTopic) {
+		if !errors.Is(err, cluster.ErrUnknownTopic) {
 			s.log.Error("reading topic configs from ZooKeeper", "topic", name, "error", err)
 		}
 		return nil, false
