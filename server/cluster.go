@@ -61,7 +61,6 @@ type runner interface {
 	Close() error
 }
 
-
 // startCluster is cluster mode's start up to the listeners, in Kafka's
 // order (KafkaServer.startup): the ZooKeeper session (a clear error after
 // zookeeper.connection.timeout.ms when ZooKeeper does not answer), the log
@@ -150,7 +149,6 @@ func (cl *clusterNode) resolveBrokerID() error {
 	}
 	return nil
 }
-
 
 // join is cluster mode's start after the listeners are bound: the replica
 // manager over the recovered logs, the membership (registration in

@@ -244,4 +244,3 @@ func TestClusterWalkthrough(t *testing.T) {
 		}
 	}
 }
-
