@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -243,4 +244,138 @@ func TestClusterWalkthrough(t *testing.T) {
 			t.Errorf("broker %d holds %d records, high watermark %d; want 700", r.Broker, len(r.Records), r.HighWatermark)
 		}
 	}
+}
+
+// allLed reports whether every partition of topic has a leader among live
+// brokers (the metadata of the brokers at addrs) and how many partitions
+// it has.
+func allLed(t testing.TB, addrs []string, topic string, live func(int32) bool) (bool, int) {
+	md := metadataOf(t, addrs, topic)
+	for _, mt := range md.Topics {
+		if mt.Topic == nil || *mt.Topic != topic || mt.ErrorCode != 0 {
+			continue
+		}
+		for _, mp := range mt.Partitions {
+			if mp.ErrorCode != 0 || !live(mp.Leader) {
+				return false, len(mt.Partitions)
+			}
+		}
+		return true, len(mt.Partitions)
+	}
+	return false, 0
+}
+
+// TestClusterControllerFailover: SIGKILL of the controller's process; a
+// new controller is elected once its ZooKeeper session expires
+// (zookeeper.session.timeout.ms, 4 s here) and every partition the dead
+// broker led is led again by a live one. The time from the kill is logged
+// (Kafka's bound: the session timeout plus a second).
+func TestClusterControllerFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and three broker processes")
+	}
+	_, bs, addrs := startProcCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, addrs))
+	if res, err := adm.CreateTopic(ctx, 30, 2, nil, "failover"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	all := func(int32) bool { return true }
+	waitFor(t, 30*time.Second, "30 partitions led", func() bool { ok, n := allLed(t, addrs, "failover", all); return ok && n == 30 })
+	ctrl := metadataOf(t, addrs, "").ControllerID
+	dead := bs[ctrl-1]
+	var survivors []string
+	for _, b := range bs {
+		if b != dead {
+			survivors = append(survivors, b.addr)
+		}
+	}
+	start := time.Now()
+	dead.kill()
+	live := func(id int32) bool { return id >= 1 && id != ctrl }
+	var elected, led time.Duration
+	waitFor(t, 60*time.Second, "a new controller and every partition led", func() bool {
+		md := metadataOf(t, survivors, "")
+		if md.ControllerID >= 1 && md.ControllerID != ctrl && elected == 0 {
+			elected = time.Since(start)
+		}
+		if elected == 0 {
+			return false
+		}
+		ok, n := allLed(t, survivors, "failover", live)
+		if ok && n == 30 {
+			led = time.Since(start)
+			return true
+		}
+		return false
+	})
+	t.Logf("controller %d killed: new controller after %v, all 30 partitions led after %v (zookeeper.session.timeout.ms=4000)",
+		ctrl, elected.Round(time.Millisecond), led.Round(time.Millisecond))
+}
+
+// TestClusterControlledShutdown: SIGTERM of a broker that leads partitions
+// (controlled.shutdown.enable, the default): before it exits, the
+// controller has moved its leaderships to other ISR members and taken it
+// out of the ISRs, so a steady acks=all producer never waits for a
+// session timeout; the longest stall is logged.
+func TestClusterControlledShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and three broker processes")
+	}
+	_, bs, addrs := startProcCluster(t, 3, "controlled.shutdown.enable=true")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, addrs))
+	if res, err := adm.CreateTopic(ctx, 6, 3, nil, "cs"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	all := func(int32) bool { return true }
+	waitFor(t, 30*time.Second, "6 partitions led", func() bool { ok, n := allLed(t, addrs, "cs", all); return ok && n == 6 })
+	leader, _, _ := partitionState(t, addrs, "cs", 0)
+	stopping := bs[leader-1]
+	var survivors []string
+	for _, b := range bs {
+		if b != stopping {
+			survivors = append(survivors, b.addr)
+		}
+	}
+	prod := clusterClient(t, survivors, kgo.RequiredAcks(kgo.AllISRAcks()))
+	stop := make(chan struct{})
+	stalls := make(chan time.Duration, 1)
+	var acked atomic.Int64
+	go func() {
+		var longest time.Duration
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				stalls <- longest
+				return
+			default:
+			}
+			start := time.Now()
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "cs", Partition: 0, Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				t.Errorf("produce during the controlled shutdown: %v", err)
+				stalls <- longest
+				return
+			}
+			longest = max(longest, time.Since(start))
+			acked.Add(1)
+		}
+	}()
+	waitFor(t, 30*time.Second, "traffic before the stop", func() bool { return acked.Load() >= 20 })
+	start := time.Now()
+	stopping.term(60 * time.Second)
+	took := time.Since(start)
+	// Moved before it exited: the survivors' metadata shows another
+	// leader at once, without a session timeout.
+	newLeader, isr, _ := partitionState(t, survivors, "cs", 0)
+	if newLeader == leader || slices.Contains(isr, leader) {
+		t.Fatalf("after broker %d's controlled shutdown: leader %d, ISR %v", leader, newLeader, isr)
+	}
+	before := acked.Load()
+	waitFor(t, 30*time.Second, "traffic after the stop", func() bool { return acked.Load() >= before+20 })
+	close(stop)
+	longest := <-stalls
+	t.Logf("controlled shutdown of broker %d took %v; longest acks=all produce during it: %v", leader, took.Round(time.Millisecond), longest.Round(time.Millisecond))
 }

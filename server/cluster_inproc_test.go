@@ -1,0 +1,331 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stratalog/strata/replica"
+)
+
+// inprocCluster is n in-process cluster brokers (ids 1..n) on one real
+// ZooKeeper. Close of one ends its session at once (controlled shutdown
+// off unless asked), so the controller sees it gone without waiting for
+// the session timeout.
+type inprocCluster struct {
+	t       *testing.T
+	connect string
+	brokers []*Server
+	dirs    []string
+}
+
+func startInprocCluster(t *testing.T, n int, extra ...string) *inprocCluster {
+	t.Helper()
+	_, connect := testZK(t)
+	c := &inprocCluster{t: t, connect: connect}
+	for id := int32(1); id <= int32(n); id++ {
+		dir := t.TempDir()
+		c.dirs = append(c.dirs, dir)
+		c.brokers = append(c.brokers, startClusterBroker(t, connect, id, dir,
+			append([]string{"replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200", "offsets.topic.num.partitions=5"}, extra...)...))
+	}
+	waitFor(t, 60*time.Second, "every broker live and a controller", func() bool {
+		md := metadataOf(t, c.addrs(), "")
+		return len(md.Brokers) == n && md.ControllerID >= 1
+	})
+	return c
+}
+
+// addrs are the addresses of the brokers still running.
+func (c *inprocCluster) addrs() []string {
+	var out []string
+	for _, b := range c.brokers {
+		if !b.closing.Load() {
+			out = append(out, b.Addr().String())
+		}
+	}
+	return out
+}
+
+func (c *inprocCluster) broker(id int32) *Server { return c.brokers[id-1] }
+
+// controller is the broker that is the active controller, nil if none.
+func (c *inprocCluster) controller() *Server {
+	for _, b := range c.brokers {
+		if !b.closing.Load() && b.cl.mem.IsController() {
+			return b
+		}
+	}
+	return nil
+}
+
+// waitLed waits until every partition of topic has a live leader and, if
+// isr > 0, an ISR of that size, as the metadata of every running broker
+// shows it.
+func (c *inprocCluster) waitLed(topic string, partitions, isr int) {
+	c.t.Helper()
+	defer func() {
+		if c.t.Failed() {
+			for _, b := range c.brokers {
+				if b.closing.Load() {
+					continue
+				}
+				im := b.cl.images.load()
+				if t := im.topics[topic]; t != nil {
+					for p, mp := range t.parts {
+						c.t.Logf("broker %d sees %s-%d: %+v", b.NodeID(), topic, p, mp)
+					}
+				} else {
+					c.t.Logf("broker %d does not know %s", b.NodeID(), topic)
+				}
+			}
+		}
+	}()
+	waitFor(c.t, 60*time.Second, fmt.Sprintf("%s led with ISR %d on every broker", topic, isr), func() bool {
+		for _, b := range c.brokers {
+			if b.closing.Load() {
+				continue
+			}
+			im := b.cl.images.load()
+			ok, n := im.led(topic)
+			if !ok || n != partitions {
+				return false
+			}
+			for _, mp := range im.topics[topic].parts {
+				if isr > 0 && len(mp.isr) != isr {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// TestClusterMinInsyncReplicas: with min.insync.replicas=2 on a topic of
+// replication factor 3, acks=all goes on with one broker of three down;
+// with two down the ISR is the leader alone and acks=all is refused with
+// NOT_ENOUGH_REPLICAS before the append, while acks=1 works.
+func TestClusterMinInsyncReplicas(t *testing.T) {
+	c := startInprocCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	res, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg2("2")}, "minisr")
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("minisr", 1, 3)
+	all := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1))
+	if err := all.ProduceSync(ctx, &kgo.Record{Topic: "minisr", Value: []byte("three")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all with three in sync: %v", err)
+	}
+	// Stop a follower: the ISR shrinks to two, acks=all goes on.
+	leader := c.broker(1).cl.images.load().topics["minisr"].parts[0].leader
+	var followers []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	c.broker(followers[0]).Close()
+	c.waitLed("minisr", 1, 2)
+	if err := all.ProduceSync(ctx, &kgo.Record{Topic: "minisr", Value: []byte("two")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all with two in sync: %v", err)
+	}
+	// Stop the other follower: the leader is alone.
+	c.broker(followers[1]).Close()
+	c.waitLed("minisr", 1, 1)
+	err = all.ProduceSync(ctx, &kgo.Record{Topic: "minisr", Value: []byte("one")}).FirstErr()
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with the leader alone: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	one := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	r, err := one.ProduceSync(ctx, &kgo.Record{Topic: "minisr", Value: []byte("acks1")}).First()
+	if err != nil {
+		t.Fatalf("acks=1 with the leader alone: %v", err)
+	}
+	if r.Offset != 2 {
+		t.Fatalf("acks=1 record at offset %d, want 2 (the refused acks=all one was not appended)", r.Offset)
+	}
+}
+
+func kmsg2(s string) *string { return &s }
+
+// TestClusterTopicAdmin: topic administration across brokers with kadm,
+// whose requests go to whichever broker, the controller for CreateTopics,
+// CreatePartitions and DeleteTopics: a topic created through the
+// controller is in every broker's metadata with its replicas placed over
+// the three brokers; CreateTopics at a broker that is not the controller
+// answers NOT_CONTROLLER; partitions added are led; configs altered at one
+// broker are in ZooKeeper, described by the others and applied to their
+// live logs; a deleted topic leaves every broker's metadata and logs.
+func TestClusterTopicAdmin(t *testing.T) {
+	c := startInprocCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	res, err := adm.CreateTopic(ctx, 6, 2, nil, "admin")
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("admin", 6, 2)
+	leads := map[int32]int{}
+	for _, mp := range c.broker(2).cl.images.load().topics["admin"].parts {
+		if len(mp.replicas) != 2 || mp.replicas[0] == mp.replicas[1] {
+			t.Fatalf("replicas %v", mp.replicas)
+		}
+		leads[mp.leader]++
+	}
+	if len(leads) != 3 {
+		t.Fatalf("6 partitions led by %v: placement should spread them over the 3 brokers", leads)
+	}
+	// A broker that is not the controller refuses CreateTopics.
+	ctrl := c.controller()
+	var other *Server
+	for _, b := range c.brokers {
+		if b != ctrl {
+			other = b
+		}
+	}
+	r := dialRaw(t, other)
+	if code := createWithConfigs(t, r, "elsewhere"); code != kerr.NotController.Code {
+		t.Fatalf("CreateTopics at broker %d (controller %d): %d, want NOT_CONTROLLER", other.NodeID(), ctrl.NodeID(), code)
+	}
+	// More partitions.
+	if _, err := adm.UpdatePartitions(ctx, 8, "admin"); err != nil {
+		t.Fatalf("create partitions: %v", err)
+	}
+	c.waitLed("admin", 8, 2)
+	// Configs altered through one broker reach every broker's live logs.
+	alter, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsg2("123456")}}, "admin")
+	if err != nil || alter[0].Err != nil {
+		t.Fatalf("alter configs: %v %v", err, alter)
+	}
+	waitFor(t, 30*time.Second, "retention.ms on every live log", func() bool {
+		for _, b := range c.brokers {
+			for _, p := range b.cl.rm.Partitions() {
+				if p.TopicPartition().Topic == "admin" && p.Log().Options().RetentionMs != 123456 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	desc, err := kadm.NewClient(clusterClient(t, []string{other.Addr().String()})).DescribeTopicConfigs(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, cfg := range desc[0].Configs {
+		found = found || cfg.Key == "retention.ms" && cfg.Value != nil && *cfg.Value == "123456"
+	}
+	if !found {
+		t.Fatalf("describe at broker %d: %+v", other.NodeID(), desc[0].Configs)
+	}
+	// Delete.
+	del, err := adm.DeleteTopics(ctx, "admin")
+	if err != nil || del["admin"].Err != nil {
+		t.Fatalf("delete: %v %v", err, del)
+	}
+	waitFor(t, 30*time.Second, "the topic gone from every broker", func() bool {
+		for _, b := range c.brokers {
+			if _, ok := b.cl.images.load().topics["admin"]; ok {
+				return false
+			}
+			if slices.ContainsFunc(b.cl.rm.Partitions(), func(p *replica.Partition) bool { return p.TopicPartition().Topic == "admin" }) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestClusterGroupCoordinatorMoves: a franz-go group consumer keeps
+// consuming when the broker coordinating its group stops: the leadership
+// of the group's __consumer_offsets partition moves, the new leader loads
+// the group and its committed offsets, other brokers answer
+// NOT_COORDINATOR, and every record produced before and after is read.
+func TestClusterGroupCoordinatorMoves(t *testing.T) {
+	c := startInprocCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	if res, err := adm.CreateTopic(ctx, 3, 3, nil, "events"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("events", 3, 3)
+	cons := clusterClient(t, c.addrs(), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("events"),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.AutoCommitInterval(200*time.Millisecond))
+	prod := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	seen := map[string]bool{}
+	readUntil := func(n int) {
+		t.Helper()
+		for len(seen) < n {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("read %d of %d records", len(seen), n)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				seen[string(r.Value)] = true
+			})
+		}
+	}
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			v := fmt.Sprintf("e%05d", i)
+			p := int32(i % 3)
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+		}
+	}
+	produce(0, 300)
+	readUntil(300)
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	coord := adm.FindGroupCoordinators(ctx, "g")
+	if coord["g"].Err != nil {
+		t.Fatalf("find coordinator: %+v", coord)
+	}
+	old := coord["g"].NodeID
+	// A broker that does not coordinate the group says so.
+	other := c.broker(old%3 + 1)
+	if code := other.groups.groupCheck("g"); code != kerr.NotCoordinator.Code {
+		t.Fatalf("broker %d (coordinator %d) answers %d for the group, want NOT_COORDINATOR", other.NodeID(), old, code)
+	}
+	committed, err := adm.FetchOffsets(ctx, "g")
+	if err != nil || committed.Error() != nil {
+		t.Fatalf("offsets: %v", err)
+	}
+	c.broker(old).Close()
+	produce(300, 600)
+	readUntil(600)
+	coord = kadm.NewClient(clusterClient(t, c.addrs())).FindGroupCoordinators(ctx, "g")
+	if coord["g"].Err != nil || coord["g"].NodeID == old {
+		t.Fatalf("coordinator after broker %d stopped: %+v", old, coord)
+	}
+	// The group's offsets survived the move.
+	after, err := kadm.NewClient(clusterClient(t, c.addrs())).FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed.Each(func(o kadm.OffsetResponse) {
+		if a, ok := after.Lookup(o.Topic, o.Partition); !ok || a.At < o.At {
+			t.Errorf("%s/%d: committed %d before the move, %d after", o.Topic, o.Partition, o.At, a.At)
+		}
+	})
+	for i := range 600 {
+		if v := fmt.Sprintf("e%05d", i); !seen[v] {
+			t.Fatalf("the group never read %s", v)
+		}
+	}
+}
