@@ -30,8 +30,10 @@ type clusterNode struct {
 	clusterID string
 	meta      clusterMeta
 
-	rm     *replica.Manager
-	runner runner
+	rm *replica.Manager
+	// runner is the replica fetchers, set once join started them (the
+	// member's callbacks may run before).
+	runner atomic.Pointer[replica.Runner]
 	mem    clusterMember
 
 	// ctx ends when the broker shuts down: produce waits and calls to the
@@ -52,13 +54,6 @@ type clusterNode struct {
 	// sawLeaderAndIsr is set by the first LeaderAndIsr: recovered logs no
 	// request claimed by then are strays (cluster_logs.go).
 	sawLeaderAndIsr atomic.Bool
-}
-
-// runner is what the broker needs of the replica fetchers
-// (replica.Runner).
-type runner interface {
-	ControllerChanged()
-	Close() error
 }
 
 // startCluster is cluster mode's start up to the listeners, in Kafka's
@@ -196,7 +191,7 @@ func (cl *clusterNode) join() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	cl.runner = r
+	cl.runner.Store(r)
 	cl.log.Info("joined the cluster", "broker_id", cl.id, "cluster_id", cl.clusterID, "broker_epoch", mem.BrokerEpoch(),
 		"zookeeper", cc.ZookeeperConnect)
 	return nil
@@ -233,8 +228,8 @@ func (cl *clusterNode) reregistered(epoch int64) {
 // controllerChanged tells the fetchers' AlterPartition sender to look the
 // controller up again.
 func (cl *clusterNode) controllerChanged() {
-	if cl.runner != nil {
-		cl.runner.ControllerChanged()
+	if r := cl.runner.Load(); r != nil {
+		r.ControllerChanged()
 	}
 }
 
@@ -274,8 +269,8 @@ func (cl *clusterNode) brokerAddr(id int32) (string, bool) {
 func (cl *clusterNode) close() error {
 	cl.cancel()
 	var errs []error
-	if cl.runner != nil {
-		if err := cl.runner.Close(); err != nil {
+	if r := cl.runner.Load(); r != nil {
+		if err := r.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("replica fetchers: %w", err))
 		}
 	}

@@ -239,10 +239,17 @@ func TestClusterWalkthrough(t *testing.T) {
 		t.Fatalf("history: %v (%s)", err, rep.Summary())
 	}
 	t.Logf("history: %s", rep.Summary())
+	// Every copy holds the 700 records; followers learn the high watermark
+	// one fetch late, so only the highest is sure to be 700.
+	highest := int64(0)
 	for _, r := range reps {
-		if r.HighWatermark != 700 || len(r.Records) != 700 {
-			t.Errorf("broker %d holds %d records, high watermark %d; want 700", r.Broker, len(r.Records), r.HighWatermark)
+		highest = max(highest, r.HighWatermark)
+		if len(r.Records) != 700 {
+			t.Errorf("broker %d holds %d records, want 700", r.Broker, len(r.Records))
 		}
+	}
+	if highest != 700 {
+		t.Errorf("highest checkpointed high watermark %d, want 700", highest)
 	}
 }
 
