@@ -16,13 +16,15 @@ import (
 func brokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
-		Usage:     "run a single-node Kafka-compatible broker",
+		Usage:     "run a Kafka-compatible broker: a single node, or with zookeeper.connect a member of a cluster",
 		UsageText: "strata broker [--config server.properties] [--override key=value ...]",
 		Description: "Reads Kafka's property names (node.id, listeners, advertised.listeners, log.dirs,\n" +
 			"num.partitions, auto.create.topics.enable, log.segment.bytes, log.retention.ms/hours,\n" +
 			"message.max.bytes, socket.request.max.bytes, ...) from --config; every --override\n" +
-			"key=value wins over the file. SIGTERM or SIGINT stops accepting, finishes the\n" +
-			"requests in flight, flushes and closes the logs.",
+			"key=value wins over the file. With zookeeper.connect (and broker.id) it joins a\n" +
+			"cluster through ZooKeeper and replicates partitions (see the README's Cluster mode).\n" +
+			"SIGTERM or SIGINT stops accepting (in a cluster, after moving its leaderships away:\n" +
+			"controlled.shutdown.enable), finishes the requests in flight, flushes and closes the logs.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "server.properties file"},
 			// Not a StringSliceFlag: that splits on commas, and a value such
