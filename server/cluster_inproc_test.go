@@ -329,3 +329,43 @@ func TestClusterGroupCoordinatorMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOffsetsTopicReplication: __consumer_offsets is created with
+// offsets.topic.replication.factor replicas once that many brokers live:
+// with one broker of a factor 2 FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE (as Kafka's "does not meet the required
+// replication factor"), once the second broker is up the topic is created
+// with 2 replicas per partition and the group is coordinated.
+func TestClusterOffsetsTopicReplication(t *testing.T) {
+	_, connect := testZK(t)
+	b1 := startClusterBroker(t, connect, 1, t.TempDir(), "offsets.topic.replication.factor=2", "offsets.topic.num.partitions=3")
+	waitFor(t, 30*time.Second, "broker 1 to see itself and a controller", func() bool {
+		im := b1.cl.images.load()
+		return len(im.brokers) == 1 && im.controllerID == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, []string{b1.Addr().String()}, kgo.RetryTimeout(time.Second)))
+	if co := adm.FindGroupCoordinators(ctx, "g"); !errors.Is(co["g"].Err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("FindCoordinator with 1 of 2 brokers: %+v", co["g"])
+	}
+	if _, ok := b1.cl.images.load().topics[OffsetsTopic]; ok {
+		t.Fatal("the offsets topic was created with too few brokers")
+	}
+	startClusterBroker(t, connect, 2, t.TempDir(), "offsets.topic.replication.factor=2", "offsets.topic.num.partitions=3")
+	waitFor(t, 30*time.Second, "the group coordinated", func() bool {
+		co := adm.FindGroupCoordinators(ctx, "g")
+		return co["g"].Err == nil && co["g"].NodeID >= 1
+	})
+	for _, mp := range b1.cl.images.load().topics[OffsetsTopic].parts {
+		if len(mp.replicas) != 2 {
+			t.Fatalf("offsets partition replicas %v, want 2", mp.replicas)
+		}
+	}
+	// A produce to a topic nobody created: Metadata auto-creates it with
+	// default.replication.factor and the record lands once it is led.
+	cl := clusterClient(t, []string{b1.Addr().String()}, kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to an auto-created topic: %v", err)
+	}
+}
