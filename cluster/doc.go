@@ -72,7 +72,7 @@
 // Activation. The driver wins the election (create /controller and move
 // /controller_epoch from the version read to epoch+1 in one multi), sets
 // its watches (children of /brokers/ids, /brokers/topics,
-// /admin/delete_topics, /log_dir_event_notification; data of /controller),
+// /admin/delete_topics, /log_dir_event_notification; an exists watch on /controller),
 // then reads LoadSnapshot(zk, brokerID) (load.go) and steps
 // Activate{Snapshot}. LoadSnapshot refuses with ErrNotController unless
 // /controller names this broker and belongs to this session.
