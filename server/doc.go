@@ -341,6 +341,12 @@
 // served, and named in the log after the first LeaderAndIsr (Kafka 2.x
 // keeps strays too; the controller deletes the replicas of deleted topics
 // with StopReplica when the broker returns).
+// A log dir that goes offline (the log-dir failure model above) is
+// reported to the controller (a /log_dir_event_notification znode); the
+// controller's LeaderAndIsr for its partitions is answered
+// KAFKA_STORAGE_ERROR before any epoch check (Kafka's offline hosted
+// partition), so their leaderships move and this broker leaves their ISRs
+// until it restarts; new partitions go to online dirs only.
 //
 // Control requests (advertised in ApiVersions in cluster mode only):
 // LeaderAndIsr v0-5, UpdateMetadata v0-7, StopReplica v0-3 from the
