@@ -161,14 +161,20 @@ func decodeRequest(buf []byte) (kmsg.Request, int32, error) {
 
 func (b *testBroker) handle(req kmsg.Request) kmsg.Response {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.reqs = append(b.reqs, req)
-	defer b.notify()
-	if b.answer != nil {
-		if r := b.answer(req); r != nil {
+	answer := b.answer
+	b.mu.Unlock()
+	if answer != nil { // outside the lock: it may block
+		if r := answer(req); r != nil {
+			b.mu.Lock()
+			b.notify()
+			b.mu.Unlock()
 			return r
 		}
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer b.notify()
 	switch r := req.(type) {
 	case *kmsg.LeaderAndISRRequest:
 		resp := kmsg.NewPtrLeaderAndISRResponse()
