@@ -55,6 +55,7 @@ func (s *Server) handleLeaderAndIsr(req *kmsg.LeaderAndISRRequest) kmsg.Response
 	if resp.ErrorCode == 0 {
 		cl.afterLeaderAndIsr(req)
 	}
+	cl.appendedAsLeader() // parked fetches see the new roles at once
 	return resp
 }
 

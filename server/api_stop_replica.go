@@ -22,6 +22,7 @@ func (s *Server) handleStopReplica(req *kmsg.StopReplicaRequest) kmsg.Response {
 		return resp
 	}
 	resp := cl.rm.StopReplica(req, time.Now().UnixMilli())
+	cl.appendedAsLeader() // parked fetches see the stopped replicas at once
 	var offsets []int32
 	for _, p := range resp.Partitions { // moved away or stopped: unload
 		if p.Topic == OffsetsTopic && p.ErrorCode != kerr.FencedLeaderEpoch.Code {

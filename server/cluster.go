@@ -51,6 +51,14 @@ type clusterNode struct {
 	// older ones are fenced (STALE_CONTROLLER_EPOCH).
 	ctrlEpoch atomic.Int32
 
+	// Parked fetches wait on these, broker-wide, instead of on every
+	// partition they name (a follower's fetch names dozens): appended is
+	// signalled after every append as leader and every role change (what
+	// followers wait for), hwMoved after those and after every follower
+	// fetch served, which may move a high watermark (what consumers wait
+	// for). A wake for another partition costs a parked fetch one re-read.
+	appended, hwMoved broadcast
+
 	// sawLeaderAndIsr is set by the first LeaderAndIsr: recovered logs no
 	// request claimed by then are strays (cluster_logs.go).
 	sawLeaderAndIsr atomic.Bool

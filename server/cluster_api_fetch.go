@@ -39,7 +39,7 @@ func (s *Server) handleFetchCluster(c *conn, h *reqHeader, req *kmsg.FetchReques
 		}
 	}()
 	for {
-		waits := cl.fetchWaits(req, follower)
+		wake := cl.fetchWait(follower)
 		topics, bytes, failed := cl.readFetch(req, follower)
 		remaining := time.Until(deadline)
 		if bytes >= int64(req.MinBytes) || failed || remaining <= 0 || s.closing.Load() {
@@ -54,30 +54,23 @@ func (s *Server) handleFetchCluster(c *conn, h *reqHeader, req *kmsg.FetchReques
 		} else {
 			timer.Reset(remaining)
 		}
-		waitAny(waits, timer.C, s.done)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-s.done:
+		}
 	}
 }
 
-// fetchWaits collects what a parked fetch wakes on, before the read so no
+// fetchWait is what a parked fetch wakes on, taken before the read so no
 // change between the read and the wait is missed: a follower on the
-// leader's log (appends) and on the partition's notification (role
-// changes), a consumer on the high watermark.
-func (cl *clusterNode) fetchWaits(req *kmsg.FetchRequest, follower bool) []<-chan struct{} {
-	var out []<-chan struct{}
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		for j := range rt.Partitions {
-			p := cl.rm.Partition(rt.Topic, rt.Partitions[j].Partition)
-			if p == nil {
-				continue
-			}
-			out = append(out, p.HWChanged())
-			if follower {
-				out = append(out, p.Log().Changed())
-			}
-		}
+// broker's appends as leader (and role changes), a consumer on its high
+// watermarks moving (cluster_wake.go).
+func (cl *clusterNode) fetchWait(follower bool) <-chan struct{} {
+	if follower {
+		return cl.appended.wait()
 	}
-	return out
+	return cl.hwMoved.wait()
 }
 
 // readFetch reads every requested partition within the partition and
@@ -142,6 +135,9 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 			ft.parts = append(ft.parts, fp)
 		}
 		topics = append(topics, ft)
+	}
+	if follower {
+		cl.hwMoved.signal() // the follower's progress may have moved high watermarks
 	}
 	return topics, total, failed
 }

@@ -137,6 +137,7 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 		}
 		return nil, none, code, err.Error()
 	}
+	cl.appendedAsLeader()
 	sp.BaseOffset = res.Info.FirstOffset
 	sp.LogStartOffset = p.Log().LogStartOffset()
 	return p, res, 0, ""

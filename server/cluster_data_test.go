@@ -259,3 +259,72 @@ func TestClusterMalformedTopicConfig(t *testing.T) {
 		t.Fatalf("retention.ms %d, want the broker's %d", got, b.cfg.RetentionMs)
 	}
 }
+
+// TestClusterParkedFetchWakes: a follower's fetch parked at the leader's
+// log end (min_bytes 1, a long max wait) is answered as soon as a record is
+// appended to one of its partitions, and a consumer's fetch parked at the
+// high watermark as soon as the follower's next fetch moves it, not at
+// their max wait.
+func TestClusterParkedFetchWakes(t *testing.T) {
+	_, connect := testZK(t)
+	fc := newFakeController(t, connect)
+	fc.ghosts = []int32{2}
+	b1 := startClusterBroker(t, connect, 1, t.TempDir())
+	id := newUUID()
+	var parts []partState
+	for p := int32(0); p < 8; p++ {
+		parts = append(parts, partState{topic: "w", id: id, partition: p, leader: 1, leaderEpoch: 1, isr: []int32{1, 2}, replicas: []int32{1, 2}})
+	}
+	fc.leaderAndIsr(b1, []*Server{b1}, parts...)
+	fc.updateMetadata(b1, []*Server{b1}, parts...)
+	c := client(t, b1)
+	const maxWait = 20 * time.Second
+	// A follower parked on all 8 partitions.
+	freq := kmsg.NewPtrFetchRequest()
+	freq.Version, freq.ReplicaID, freq.MaxWaitMillis, freq.MinBytes, freq.MaxBytes, freq.SessionEpoch = 12, 2, int32(maxWait/time.Millisecond), 1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "w"
+	for p := int32(0); p < 8; p++ {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, 1<<20, 1
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	freq.Topics = append(freq.Topics, ft)
+	got := make(chan *kmsg.FetchResponse, 1)
+	fcl := client(t, b1)
+	parked := fetchParks.Load()
+	go func() { got <- call[*kmsg.FetchResponse](t, fcl, freq) }()
+	waitFor(t, 20*time.Second, "the follower's fetch to park", func() bool { return fetchParks.Load() > parked })
+	start := time.Now()
+	if p := produceTo(t, c, "w", 5, 1, 5000, 3); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	select {
+	case resp := <-got:
+		if n := countRecords(t, resp.Topics[0].Partitions[5].RecordBatches); n != 3 {
+			t.Fatalf("follower woke with %d records of partition 5", n)
+		}
+		t.Logf("parked follower fetch answered %v after the append", time.Since(start).Round(time.Microsecond))
+	case <-time.After(maxWait / 2):
+		t.Fatal("the follower's parked fetch was not woken by the append")
+	}
+	// A consumer parked at partition 5's high watermark (0: the follower
+	// has not confirmed the records yet) wakes when the follower's next
+	// fetch moves it.
+	creq := fetchRequest(12, "w", 5, 0)
+	creq.MaxWaitMillis, creq.MinBytes = int32(maxWait/time.Millisecond), 1
+	cgot := make(chan *kmsg.FetchResponse, 1)
+	ccl := client(t, b1)
+	parked = fetchParks.Load()
+	go func() { cgot <- call[*kmsg.FetchResponse](t, ccl, creq) }()
+	waitFor(t, 20*time.Second, "the consumer's fetch to park", func() bool { return fetchParks.Load() > parked })
+	followerFetch(t, c, 2, "w", 5, 3, 1, 1)
+	select {
+	case resp := <-cgot:
+		if p := resp.Topics[0].Partitions[0]; p.HighWatermark != 3 || countRecords(t, p.RecordBatches) != 3 {
+			t.Fatalf("consumer woke with hw %d", p.HighWatermark)
+		}
+	case <-time.After(maxWait / 2):
+		t.Fatal("the consumer's parked fetch was not woken by the high watermark moving")
+	}
+}

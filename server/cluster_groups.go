@@ -170,6 +170,7 @@ func (cl *clusterNode) appendOffsets(group string, batch []byte) int16 {
 	default:
 		return kerr.NotCoordinator.Code
 	}
+	cl.appendedAsLeader()
 	res.Wait.Deadline = now + offsetsCommitTimeout.Milliseconds()
 	switch st := replica.Await(cl.ctx, rp, &res.Wait, nowMs); st {
 	case replica.AckCommitted:
