@@ -390,8 +390,12 @@
 // divergence answered with diverging_epoch (v12). Consumers fetch from
 // the leader only, below the high watermark, with KIP-320's
 // current_leader_epoch checks (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH),
-// long polls woken by the high watermark. Both use the sendfile framing of
-// fetch_write.go. ListOffsets is the leader's (latest = the high
+// long polls woken by the high watermark. A parked fetch waits on one
+// broker-wide notification (appends as leader and role changes for
+// followers; those and follower fetches served, which move high
+// watermarks, for consumers), not on each partition it names; a high
+// watermark moved by an ISR change alone reaches a parked consumer at its
+// max wait. Both use the sendfile framing of fetch_write.go. ListOffsets is the leader's (latest = the high
 // watermark; v4+ with the offset's leader epoch), a follower's (replica id)
 // gets the log end or start. DeleteRecords moves the leader's log start
 // (followers follow on their next fetch; the answer does not wait for
