@@ -15,7 +15,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   ?= -X github.com/stratalog/strata/tools.version=$(VERSION) -X github.com/stratalog/strata/tools.commit=$(COMMIT)
 
-.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps
+.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps cluster
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o strata .
@@ -27,6 +27,12 @@ ldflags:
 # run: the main job: a single-node broker on 127.0.0.1:9092 with data in ./data.
 run: build
 	./strata broker
+
+# cluster: a local cluster: ZooKeeper on 127.0.0.1:2181 and three brokers
+# on 127.0.0.1:9092-9094 with ./data-1..3 (scripts/cluster.sh); Ctrl-C
+# stops them all.
+cluster: build
+	@bash scripts/cluster.sh
 
 deps:
 	@bash scripts/deps.sh

@@ -41,13 +41,36 @@ var (
 	ErrMalformedZnode = ErrBadZnode
 )
 
+// Member refusals.
+var (
+	// ErrBrokerIDTaken: /brokers/ids/N belongs to another session (another
+	// broker runs with this broker.id).
+	ErrBrokerIDTaken = errors.New("cluster: broker id is already registered by another broker")
+	// ErrMemberClosed: the Member was closed.
+	ErrMemberClosed = errors.New("cluster: member closed")
+)
+
+// Admin refusals (admin.go), Kafka's AdminZkClient exceptions.
+var (
+	ErrTopicExists  = errors.New("cluster: topic already exists")
+	ErrUnknownTopic = errors.New("cluster: unknown topic")
+	ErrInvalidTopic = errors.New("cluster: invalid topic")
+)
+
 // ErrorCode is the Kafka error code for err: INVALID_PARTITIONS,
-// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, NOT_CONTROLLER, or
-// UNKNOWN_SERVER_ERROR (-1) for anything else; 0 for nil.
+// INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, NOT_CONTROLLER,
+// TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
+// or UNKNOWN_SERVER_ERROR (-1) for anything else; 0 for nil.
 func ErrorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, ErrTopicExists):
+		return 36
+	case errors.Is(err, ErrUnknownTopic):
+		return 3
+	case errors.Is(err, ErrInvalidTopic):
+		return 17
 	case errors.Is(err, ErrInvalidPartitions):
 		return 37
 	case errors.Is(err, ErrInvalidReplicationFactor):

@@ -66,7 +66,12 @@ func (s *Server) checkAlterResource(typ kmsg.ConfigResourceType, name string, du
 
 // setTopicConfigs applies new overrides and maps the error to Kafka's code.
 func (s *Server) setTopicConfigs(name string, configs map[string]string, changed map[string]bool, validateOnly bool) (int16, string) {
-	err := s.topics.setConfigs(name, configs, changed, validateOnly)
+	var err error
+	if s.cl != nil {
+		err = s.cl.changeTopicConfig(name, configs, changed, validateOnly)
+	} else {
+		err = s.topics.setConfigs(name, configs, changed, validateOnly)
+	}
 	switch {
 	case err == nil:
 		return 0, ""

@@ -6,7 +6,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.Default()
-	for _, r := range supportedAPIs {
+	for _, r := range s.apiTable() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
 		if r.key == int16(kmsg.Produce) {

@@ -13,6 +13,9 @@ import (
 // replica, this node, per new partition. __consumer_offsets cannot grow
 // (INVALID_REQUEST): it would move groups away from their offsets.
 func (s *Server) handleCreatePartitions(req *kmsg.CreatePartitionsRequest) kmsg.Response {
+	if s.cl != nil {
+		return s.handleCreatePartitionsCluster(req)
+	}
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	resp.Default()
 	seen := map[string]int{}

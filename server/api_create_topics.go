@@ -13,6 +13,9 @@ import (
 // INVALID_CONFIG; see configdefs.go) and stored with the topic; v5+ reports
 // the new topic's effective configs.
 func (s *Server) handleCreateTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
+	if s.cl != nil {
+		return s.handleCreateTopicsCluster(req)
+	}
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	resp.Default()
 	seen := map[string]int{}

@@ -74,7 +74,7 @@ func (s *Server) handleOffsetDelete(r *kmsg.OffsetDeleteRequest) kmsg.Response {
 			switch {
 			case subscribed[rt.Topic]:
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			case s.topics.partition(rt.Topic, rp.Partition) == nil:
+			case !s.partitionKnown(rt.Topic, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				tps = append(tps, topicPartition{rt.Topic, rp.Partition})

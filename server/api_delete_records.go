@@ -39,6 +39,9 @@ func (s *Server) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Respon
 }
 
 func (s *Server) deleteRecords(topic string, part int32, off int64, sp *kmsg.DeleteRecordsResponseTopicPartition) int16 {
+	if s.cl != nil {
+		return s.cl.deleteRecords(topic, part, off, sp)
+	}
 	p := s.topics.partition(topic, part)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition.Code

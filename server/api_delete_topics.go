@@ -15,6 +15,9 @@ import (
 // coordinator holds, cannot be deleted (INVALID_REQUEST; Kafka's own
 // kafka-topics refuses it too).
 func (s *Server) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	if s.cl != nil {
+		return s.handleDeleteTopicsCluster(req)
+	}
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	resp.Default()
 	type item struct {

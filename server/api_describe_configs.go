@@ -32,7 +32,7 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			overrides, ok := s.topics.topicConfigs(rr.ResourceName)
+			overrides, ok := s.topicOverrides(rr.ResourceName)
 			if !ok {
 				code := kerr.UnknownTopicOrPartition.Code
 				if validateTopicName(rr.ResourceName) != nil {
@@ -47,9 +47,9 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				}
 			}
 		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
+			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.NodeID())) {
 				res.ErrorCode = kerr.InvalidRequest.Code
-				res.ErrorMessage = kmsg.StringPtr("unknown broker " + rr.ResourceName + ": this node is " + strconv.Itoa(int(s.cfg.NodeID)))
+				res.ErrorMessage = kmsg.StringPtr("unknown broker " + rr.ResourceName + ": this node is " + strconv.Itoa(int(s.NodeID())))
 				break
 			}
 			for i := range brokerConfigDefs {

@@ -18,6 +18,12 @@ type fetchPart struct {
 	hw        int64
 	logStart  int64
 	region    segment.Region
+	// diverging (cluster mode, a follower's fetch): the follower's log
+	// diverges after epoch divEpoch, which ends at divEnd on the leader
+	// (Fetch v12's diverging_epoch).
+	diverging bool
+	divEpoch  int32
+	divEnd    int64
 }
 
 // fetchTopic groups the parts of one requested topic.

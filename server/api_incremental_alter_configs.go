@@ -36,7 +36,7 @@ func (s *Server) incrementalAlter(req *kmsg.IncrementalAlterConfigsRequest, rr *
 	if code, msg := s.checkAlterResource(rr.ResourceType, rr.ResourceName, dup); code != 0 {
 		return code, msg
 	}
-	configs, ok := s.topics.topicConfigs(rr.ResourceName)
+	configs, ok := s.topicOverrides(rr.ResourceName)
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + rr.ResourceName
 	}

@@ -57,10 +57,16 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 	if p.offlineErr() != nil { // its log dir failed: KAFKA_STORAGE_ERROR
 		return -1, -1, kerr.KafkaStorageError.Code
 	}
-	l := p.log
+	return s.listOffsetBelow(p.log, p.log.HighWatermark, p.topic, p.index, ts, version)
+}
+
+// listOffsetBelow resolves a timestamp query on l, never at or past the
+// high watermark highWatermark reports (the log's own on a single node,
+// the replication one in cluster mode).
+func (s *Server) listOffsetBelow(l PartitionLog, highWatermark func() int64, topic string, index int32, ts int64, version int16) (int64, int64, int16) {
 	switch {
 	case ts == listLatest:
-		return l.HighWatermark(), -1, 0
+		return highWatermark(), -1, 0
 	case ts == listEarliest:
 		return l.LogStartOffset(), -1, 0
 	case ts == listMaxTimestamp && version >= 7:
@@ -76,10 +82,10 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 		}
 		r, ok, err := l.OffsetForTimestamp(maxTs)
 		if err != nil {
-			s.log.Error("max timestamp lookup", "topic", p.topic, "partition", p.index, "error", err)
+			s.log.Error("max timestamp lookup", "topic", topic, "partition", index, "error", err)
 			return -1, -1, kerr.KafkaStorageError.Code
 		}
-		if !ok || r.Offset >= l.HighWatermark() {
+		if !ok || r.Offset >= highWatermark() {
 			return -1, -1, 0
 		}
 		return r.Offset, r.Timestamp, 0
@@ -88,12 +94,12 @@ func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64
 	}
 	r, ok, err := l.OffsetForTimestamp(ts)
 	if err != nil {
-		s.log.Error("timestamp lookup", "topic", p.topic, "partition", p.index, "error", err)
+		s.log.Error("timestamp lookup", "topic", topic, "partition", index, "error", err)
 		return -1, -1, kerr.KafkaStorageError.Code
 	}
-	if !ok || r.Offset >= l.HighWatermark() {
+	if !ok || r.Offset >= highWatermark() {
 		if version == 0 {
-			return l.HighWatermark(), -1, 0
+			return highWatermark(), -1, 0
 		}
 		return -1, -1, 0
 	}

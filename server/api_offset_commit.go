@@ -53,10 +53,9 @@ func (s *Server) handleOffsetCommit(r *kmsg.OffsetCommitRequest) kmsg.Response {
 	now := time.Now().UnixMilli()
 	offs := map[topicPartition]offsetEntry{}
 	for i, rt := range r.Topics {
-		t := s.topics.get(rt.Topic)
 		for j, rp := range rt.Partitions {
 			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(s.topics.parts(t)):
+			case !s.partitionKnown(rt.Topic, rp.Partition):
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			case rp.Metadata != nil && len(*rp.Metadata) > int(s.cfg.OffsetMetadataMaxBytes):

@@ -22,13 +22,13 @@ import (
 // brokerConfigDefs (configdefs.go); a topic's effective config is a copy of
 // this one with its overrides stored through topicConfigDefs.
 type Config struct {
-	NodeID                int32      // node.id / broker.id (default 0)
+	NodeID                int32      // node.id / broker.id (default 0; -1 in cluster mode: generated)
 	Listeners             []Listener // listeners (default PLAINTEXT://127.0.0.1:9092)
 	AdvertisedListeners   []Listener // advertised.listeners (default: listeners)
 	LogDirs               []string   // log.dirs / log.dir (default ./data)
 	NumPartitions         int32      // num.partitions (default 1)
 	AutoCreateTopics      bool       // auto.create.topics.enable (default true)
-	DefaultReplication    int16      // default.replication.factor (default 1; only 1 is served)
+	DefaultReplication    int16      // default.replication.factor (default 1; a single node serves only 1)
 	SegmentBytes          int64      // log.segment.bytes (default 1 GiB)
 	SegmentMs             int64      // log.roll.ms / log.roll.hours (default 7 days)
 	RetentionMs           int64      // log.retention.ms / .minutes / .hours (default 7 days; -1 forever; a topic's 0 deletes at once)
@@ -91,12 +91,16 @@ type Config struct {
 	// compression.zstd.level (-131072 to 22, default 3), Kafka's KIP-390
 	// levels for batches the broker recompresses.
 	GzipLevel, LZ4Level, ZstdLevel int
-	Unknown                        []string // keys seen but not understood (warned about)
+	// Cluster mode (cluster_config.go): zookeeper.connect turns it on.
+	Cluster ClusterConfig
+	Unknown []string // keys seen but not understood (warned about)
 }
 
-// Listener is one PLAINTEXT://host:port endpoint.
+// Listener is one NAME://host:port endpoint. The name is the listener's
+// (PLAINTEXT, or any name listener.security.protocol.map maps to a
+// protocol); only the PLAINTEXT protocol is served.
 type Listener struct {
-	Name string // security protocol / listener name, PLAINTEXT
+	Name string // listener name, upper case
 	Host string
 	Port int32
 }
@@ -173,6 +177,8 @@ func DefaultConfig() *Config {
 		OffsetsRetentionMs:           defaultWeekMs,
 		OffsetsRetentionCheckMs:      600000,
 		OffsetMetadataMaxBytes:       4096,
+
+		Cluster: defaultClusterConfig(),
 	}
 }
 
@@ -359,6 +365,9 @@ func ParseConfig(props map[string]string, order []string) (*Config, error) {
 			return nil, fmt.Errorf("%w: %s=%q: %w", ErrConfig, k, v, err)
 		}
 	}
+	if _, set := best["node.id"]; !set && c.Cluster.ZookeeperConnect != "" {
+		c.NodeID = -1 // Kafka's broker.id default in ZooKeeper mode: generated
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -393,6 +402,9 @@ func (c *Config) Validate() error {
 	if err := checkLogConfig(c); err != nil {
 		return bad("%v", err)
 	}
+	if err := checkClusterConfig(c); err != nil {
+		return bad("%v", err)
+	}
 	return nil
 }
 
@@ -416,16 +428,22 @@ func splitList(v string) []string {
 	return out
 }
 
-// parseListeners parses "PLAINTEXT://host:port[,...]". Only PLAINTEXT is served.
+// parseListeners parses "NAME://host:port[,...]"; names are upper-cased,
+// as Kafka does, and must be distinct. Which protocol a name speaks is
+// listener.security.protocol.map's (checked in Validate: only PLAINTEXT is
+// served).
 func parseListeners(v string) ([]Listener, error) {
 	var out []Listener
 	for _, s := range splitList(v) {
 		name, addr, ok := strings.Cut(s, "://")
-		if !ok {
+		if !ok || !validListenerName(name) {
 			return nil, fmt.Errorf("listener %q is not NAME://host:port", s)
 		}
-		if name != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %q: only PLAINTEXT is supported", s)
+		name = strings.ToUpper(name)
+		for _, o := range out {
+			if o.Name == name {
+				return nil, fmt.Errorf("listener name %s is used more than once: each listener needs a name of its own", name)
+			}
 		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {

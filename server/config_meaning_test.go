@@ -18,6 +18,10 @@ type appliedSettings struct {
 	clean   cleaner.LogConfig
 	produce produceSettings
 	flags   [2]bool // LogAppendTime, compacted
+	// replication: min.insync.replicas and unclean.leader.election.enable
+	// (cluster mode's acks=all check and the controller's election).
+	minISR  int32
+	unclean bool
 }
 
 func settingsOf(t *testing.T, c *Config) appliedSettings {
@@ -35,6 +39,8 @@ func settingsOf(t *testing.T, c *Config) appliedSettings {
 		clean:   *cleanerLogConfig(c),
 		produce: *produceSettingsOf(c),
 		flags:   [2]bool{c.TimestampType == "LogAppendTime", compact},
+		minISR:  c.Cluster.MinInsyncReplicas,
+		unclean: c.Cluster.UncleanLeaderElectionEnable,
 	}
 }
 
@@ -69,6 +75,7 @@ var meaningCases = []struct {
 	{"message.timestamp.type", "LogAppendTime", nil, true},
 	{"min.cleanable.dirty.ratio", "0", nil, true},
 	{"min.compaction.lag.ms", "5", nil, true},
+	{"min.insync.replicas", "2", nil, true},
 	{"preallocate", "TRUE", nil, true},
 	{"retention.bytes", "0", nil, true},
 	{"retention.bytes", "1", nil, true},
@@ -77,6 +84,7 @@ var meaningCases = []struct {
 	{"retention.ms", "1", nil, true},
 	{"segment.bytes", "14", nil, true},
 	{"segment.ms", "1", nil, true},
+	{"unclean.leader.election.enable", "true", nil, true},
 }
 
 // TestConfigMeaning: each applied topic config means the same whichever path

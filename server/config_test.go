@@ -29,7 +29,7 @@ func TestLoadConfig(t *testing.T) {
 	p := filepath.Join(dir, "server.properties")
 	text := "broker.id=3\nlisteners=PLAINTEXT://0.0.0.0:9093\nadvertised.listeners=PLAINTEXT://kafka.example:19093\n" +
 		"log.dirs=/a, /b\nnum.partitions=4\nlog.retention.ms=1000\nlog.retention.hours=1\nmessage.max.bytes=2000\n" +
-		"zookeeper.connect=localhost:2181\nauto.create.topics.enable=true\n"
+		"zookeeper.connect=localhost:2181\nauto.create.topics.enable=true\nsome.unknown.key=1\n"
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,9 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatalf("listeners %+v", c.Listeners)
 	case c.AdvertisedListeners[0] != (Listener{"PLAINTEXT", "kafka.example", 19093}):
 		t.Fatalf("advertised %+v", c.AdvertisedListeners)
-	case !reflect.DeepEqual(c.Unknown, []string{"zookeeper.connect"}):
+	case c.Cluster.ZookeeperConnect != "localhost:2181":
+		t.Fatalf("zookeeper.connect %q", c.Cluster.ZookeeperConnect)
+	case !reflect.DeepEqual(c.Unknown, []string{"some.unknown.key"}):
 		t.Fatalf("unknown %q", c.Unknown)
 	}
 	d := DefaultConfig()

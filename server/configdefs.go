@@ -113,6 +113,7 @@ func inRange(n, lo, hi int64) error {
 }
 
 const (
+	minInt = math.MinInt32
 	maxInt = math.MaxInt32
 	maxLng = math.MaxInt64
 	minLng = math.MinInt64
@@ -285,7 +286,21 @@ var (
 	atDeleteRetentionMs  = func(c *Config) *int64 { return &c.DeleteRetentionMs }
 	atMinCompactionLagMs = func(c *Config) *int64 { return &c.MinCompactionLagMs }
 	atMaxCompactionLagMs = func(c *Config) *int64 { return &c.MaxCompactionLagMs }
+	// Cluster mode: stored by every broker, applied in cluster mode.
+	atMinInsyncReplicas     = func(c *Config) *int32 { return &c.Cluster.MinInsyncReplicas }
+	atUncleanLeaderElection = func(c *Config) *bool { return &c.Cluster.UncleanLeaderElectionEnable }
 )
+
+// parseShort and showShort are Kafka's SHORT.
+func parseShort(v string) (int16, error) {
+	n, err := strconv.ParseInt(v, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("not a number of 16 bits")
+	}
+	return int16(n), nil
+}
+
+func showShort(n int16) string { return strconv.Itoa(int(n)) }
 
 var (
 	timestampTypes   = oneOf("CreateTime", "LogAppendTime")
@@ -307,7 +322,7 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "advertised.listeners", typ: kmsg.ConfigTypeString, doc: "endpoints Metadata reports (default: listeners)",
 		val: field[[]Listener]{at: func(c *Config) *[]Listener { return &c.AdvertisedListeners }, parse: parseListeners, valid: checkAdvertised, show: joinListeners}},
 	{name: "auto.create.topics.enable", typ: kmsg.ConfigTypeBoolean, val: boolean(func(c *Config) *bool { return &c.AutoCreateTopics })},
-	{name: "broker.id", alias: "node.id", val: int32In(func(c *Config) *int32 { return &c.NodeID }, 0)},
+	{name: "broker.id", alias: "node.id", val: int32In(func(c *Config) *int32 { return &c.NodeID }, -1)},
 	{name: "compression.gzip.level", typ: kmsg.ConfigTypeInt, val: levelIn(atGzipLevel, checkGzipLevel)},
 	{name: "compression.lz4.level", typ: kmsg.ConfigTypeInt, val: levelIn(atLZ4Level, lz4Levels)},
 	{name: "compression.type", typ: kmsg.ConfigTypeString, val: text(atCompressionType, compressionTypes)},
@@ -315,21 +330,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "connections.max.idle.ms", typ: kmsg.ConfigTypeLong, doc: "close a connection idle this long (negative: never)",
 		val: longIn(func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }, minLng)},
 	{name: "default.replication.factor", typ: kmsg.ConfigTypeInt, val: field[int16]{
-		at: func(c *Config) *int16 { return &c.DefaultReplication },
-		parse: func(v string) (int16, error) {
-			n, err := strconv.ParseInt(v, 10, 16)
-			if err != nil {
-				return 0, fmt.Errorf("not a number of 16 bits")
-			}
-			return int16(n), nil
-		},
-		valid: func(n int16) error {
-			if n != 1 {
-				return fmt.Errorf("%d: a single node serves only 1", n)
-			}
-			return nil
-		},
-		show: func(n int16) string { return strconv.Itoa(int(n)) },
+		at: func(c *Config) *int16 { return &c.DefaultReplication }, parse: parseShort,
+		valid: func(n int16) error { return inRange(int64(n), 1, math.MaxInt16) }, show: showShort,
 	}},
 	{name: "delete.topic.enable", typ: kmsg.ConfigTypeBoolean, val: boolean(func(c *Config) *bool { return &c.DeleteTopicEnable })},
 	{name: "fetch.max.bytes", typ: kmsg.ConfigTypeInt, doc: "most record bytes one Fetch response carries (its first batch is sent whole however large)",
@@ -391,7 +393,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "max.connections.per.ip.overrides", typ: kmsg.ConfigTypeString, doc: "per-address limits: host:count,host:count",
 		val: field[map[string]int32]{at: func(c *Config) *map[string]int32 { return &c.MaxConnectionsPerIPOverrides }, parse: parseIPOverrides, show: showIPOverrides}},
 	{name: "message.max.bytes", typ: kmsg.ConfigTypeInt, val: int32In(atMessageMaxBytes, 0)},
-	{name: "node.id", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.NodeID }, 0)},
+	{name: "node.id", typ: kmsg.ConfigTypeInt, doc: "this broker's id (-1 with zookeeper.connect: generated from /brokers/seqid, above 1000)",
+		val: int32In(func(c *Config) *int32 { return &c.NodeID }, -1)},
 	{name: "num.partitions", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.NumPartitions }, 1)},
 	{name: "num.recovery.threads.per.data.dir", typ: kmsg.ConfigTypeInt, val: intIn(func(c *Config) *int { return &c.RecoveryThreads }, 1)},
 	{name: "offset.metadata.max.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }, 0)},
@@ -405,6 +408,46 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "strata.max.partitions.per.topic", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.MaxPartitionsPerTopic }, 1)},
 	{name: "strata.produce.validation", typ: kmsg.ConfigTypeString, val: text(func(c *Config) *string { return &c.ProduceValidation }, oneOf("full", "header"))},
 	{name: "strata.shutdown.timeout.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.ShutdownTimeoutMs }, 0)},
+
+	// Cluster mode (cluster_config.go): Kafka 2.8's names, defaults and
+	// validators.
+	{name: "auto.leader.rebalance.enable", typ: kmsg.ConfigTypeBoolean, doc: "the controller moves leadership back to preferred replicas",
+		val: boolean(func(c *Config) *bool { return &c.Cluster.AutoLeaderRebalanceEnable })},
+	{name: "broker.rack", typ: kmsg.ConfigTypeString, doc: "rack of this broker: replica placement spreads partitions over racks",
+		val: text(func(c *Config) *string { return &c.Cluster.BrokerRack }, nil)},
+	{name: "controlled.shutdown.enable", typ: kmsg.ConfigTypeBoolean, doc: "on SIGTERM ask the controller to move this broker's leaderships first",
+		val: boolean(func(c *Config) *bool { return &c.Cluster.ControlledShutdownEnable })},
+	{name: "controlled.shutdown.max.retries", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ControlledShutdownMaxRetries }, minInt)},
+	{name: "controlled.shutdown.retry.backoff.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.ControlledShutdownRetryBackoffMs }, minLng)},
+	{name: "controller.socket.timeout.ms", typ: kmsg.ConfigTypeInt, doc: "timeout of the controller's requests to brokers",
+		val: int32In(func(c *Config) *int32 { return &c.Cluster.ControllerSocketTimeoutMs }, 1)},
+	{name: "inter.broker.listener.name", typ: kmsg.ConfigTypeString, doc: "listener brokers use to talk to each other (default: PLAINTEXT)",
+		val: field[string]{at: func(c *Config) *string { return &c.Cluster.InterBrokerListenerName }, parse: upperName, show: func(s string) string { return s }}},
+	{name: "leader.imbalance.check.interval.seconds", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.LeaderImbalanceCheckIntervalSeconds }, 1)},
+	{name: "leader.imbalance.per.broker.percentage", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.LeaderImbalancePerBrokerPercentage }, minInt)},
+	{name: "listener.security.protocol.map", typ: kmsg.ConfigTypeString, doc: "security protocol of each listener name (only PLAINTEXT is served)",
+		val: field[map[string]string]{at: func(c *Config) *map[string]string { return &c.Cluster.ListenerSecurityProtocolMap }, parse: parseProtocolMap, show: showProtocolMap}},
+	{name: "min.insync.replicas", typ: kmsg.ConfigTypeInt, doc: "fewest in-sync replicas an acks=all produce needs (cluster mode)",
+		val: int32In(atMinInsyncReplicas, 1)},
+	{name: "num.replica.fetchers", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.NumReplicaFetchers }, 1)},
+	{name: "offsets.topic.replication.factor", typ: kmsg.ConfigTypeShort, doc: "replicas of __consumer_offsets (cluster mode: created once this many brokers live)",
+		val: field[int16]{at: func(c *Config) *int16 { return &c.Cluster.OffsetsTopicReplicationFactor }, parse: parseShort,
+			valid: func(n int16) error { return inRange(int64(n), 1, math.MaxInt16) }, show: showShort}},
+	{name: "replica.fetch.backoff.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchBackoffMs }, 0)},
+	{name: "replica.fetch.max.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchMaxBytes }, 0)},
+	{name: "replica.fetch.min.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchMinBytes }, minInt)},
+	{name: "replica.fetch.response.max.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchResponseMaxBytes }, 0)},
+	{name: "replica.fetch.wait.max.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchWaitMaxMs }, minInt)},
+	{name: "replica.high.watermark.checkpoint.interval.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.ReplicaHWCheckpointIntervalMs }, 1)},
+	{name: "replica.lag.time.max.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.ReplicaLagTimeMaxMs }, minLng)},
+	{name: "replica.socket.timeout.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaSocketTimeoutMs }, minInt)},
+	{name: "unclean.leader.election.enable", typ: kmsg.ConfigTypeBoolean, doc: "elect a replica outside the ISR when no ISR member lives (loses data)",
+		val: boolean(atUncleanLeaderElection)},
+	{name: "zookeeper.connect", typ: kmsg.ConfigTypeString, doc: "host:port[,host:port...][/chroot] of ZooKeeper: set, the broker joins a cluster",
+		val: text(func(c *Config) *string { return &c.Cluster.ZookeeperConnect }, checkZKConnect)},
+	{name: "zookeeper.connection.timeout.ms", typ: kmsg.ConfigTypeInt, doc: "how long the broker waits for its first ZooKeeper session (-1: the session timeout)",
+		val: int32In(func(c *Config) *int32 { return &c.Cluster.ZookeeperConnectionTimeoutMs }, -1)},
+	{name: "zookeeper.session.timeout.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ZookeeperSessionTimeoutMs }, 1)},
 })
 
 // topicConfigDefs are the topic configs, sorted by name. Each applied one
@@ -448,6 +491,12 @@ var topicConfigDefs = sortDefs([]configDef{
 		val: segmentBytesIn(atSegmentBytes)},
 	{name: "segment.ms", synonym: "log.roll.ms", typ: kmsg.ConfigTypeLong, doc: "roll a segment after this long",
 		val: longIn(atSegmentMs, 1)},
+	// Applied in cluster mode (a single node has no other replica): the
+	// produce's acks=all check and the controller's election.
+	{name: "min.insync.replicas", synonym: "min.insync.replicas", typ: kmsg.ConfigTypeInt, doc: "fewest in-sync replicas an acks=all produce needs (cluster mode)",
+		val: int32In(atMinInsyncReplicas, 1)},
+	{name: "unclean.leader.election.enable", synonym: "unclean.leader.election.enable", typ: kmsg.ConfigTypeBoolean, doc: "elect a replica outside the ISR when no ISR member lives (cluster mode; loses data)",
+		val: boolean(atUncleanLeaderElection)},
 
 	// Kafka topic configs strata checks and keeps with the topic (clients
 	// set them) but does not apply.
@@ -462,11 +511,10 @@ var topicConfigDefs = sortDefs([]configDef{
 	{name: "message.timestamp.after.max.ms", stored: true, typ: kmsg.ConfigTypeLong, val: longIn(nil, 0)},
 	{name: "message.timestamp.before.max.ms", stored: true, typ: kmsg.ConfigTypeLong, val: longIn(nil, 0)},
 	{name: "message.timestamp.difference.max.ms", stored: true, typ: kmsg.ConfigTypeLong, val: longIn(nil, 0)},
-	{name: "min.insync.replicas", stored: true, typ: kmsg.ConfigTypeInt, val: int32In(nil, 1)},
+
 	{name: "remote.storage.enable", stored: true, typ: kmsg.ConfigTypeBoolean, val: boolean(nil)},
 	{name: "segment.index.bytes", stored: true, typ: kmsg.ConfigTypeInt, val: int32In(nil, 4)},
 	{name: "segment.jitter.ms", stored: true, typ: kmsg.ConfigTypeLong, val: longIn(nil, 0)},
-	{name: "unclean.leader.election.enable", stored: true, typ: kmsg.ConfigTypeBoolean, val: boolean(nil)},
 })
 
 func sortDefs(defs []configDef) []configDef {

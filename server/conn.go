@@ -28,7 +28,10 @@ type conn struct {
 	tcp *net.TCPConn    // nil when the connection is not TCP (no sendfile)
 	raw syscall.RawConn // tcp's descriptor, nil without one
 	ip  string          // the peer's address (max.connections.per.ip)
-	log *slog.Logger
+	// listener is the name of the listener the connection came in on:
+	// Metadata answers with the brokers' endpoints on it.
+	listener string
+	log      *slog.Logger
 
 	// reserved is what the request being served holds of
 	// queued.max.request.bytes, given back once it is served.
@@ -309,7 +312,7 @@ func (c *conn) handle(frame []byte) error {
 		return err
 	}
 	req := kmsg.RequestForKey(h.key)
-	rng, ok := versionRange(h.key)
+	rng, ok := c.s.versionRange(h.key)
 	if req == nil || !ok {
 		return fmt.Errorf("%w: key %d version %d (client %q)", ErrUnknownAPI, h.key, h.version, h.clientID)
 	}
@@ -332,9 +335,17 @@ func (c *conn) handle(frame []byte) error {
 	case *kmsg.ApiVersionsRequest:
 		resp = c.s.handleApiVersions(r)
 	case *kmsg.MetadataRequest:
+		if c.s.cl != nil {
+			resp = c.s.handleMetadataCluster(c, r)
+			break
+		}
 		resp = c.s.handleMetadata(r)
 	case *kmsg.ProduceRequest:
-		resp = c.s.handleProduce(c, r)
+		if c.s.cl != nil {
+			resp = c.s.handleProduceCluster(c, r)
+		} else {
+			resp = c.s.handleProduce(c, r)
+		}
 		if r.Acks == 0 {
 			// acks=0: no response at all. A failed partition closes the
 			// connection, as Kafka does, so the client refreshes metadata.
@@ -344,8 +355,15 @@ func (c *conn) handle(frame []byte) error {
 			return nil
 		}
 	case *kmsg.FetchRequest:
+		if c.s.cl != nil {
+			return c.s.handleFetchCluster(c, &h, r)
+		}
 		return c.s.handleFetch(c, &h, r)
 	case *kmsg.ListOffsetsRequest:
+		if c.s.cl != nil {
+			resp = c.s.handleListOffsetsCluster(r)
+			break
+		}
 		resp = c.s.handleListOffsets(r)
 	case *kmsg.CreateTopicsRequest:
 		resp = c.s.handleCreateTopics(r)
@@ -362,6 +380,10 @@ func (c *conn) handle(frame []byte) error {
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.handleIncrementalAlterConfigs(r)
 	case *kmsg.FindCoordinatorRequest:
+		if c.s.cl != nil {
+			resp = c.s.handleFindCoordinatorCluster(c, r)
+			break
+		}
 		resp = c.s.handleFindCoordinator(r)
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.handleJoinGroup(c, &h, r)
@@ -383,6 +405,23 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleDeleteGroups(r)
 	case *kmsg.OffsetDeleteRequest:
 		resp = c.s.handleOffsetDelete(r)
+	// Cluster mode only (advertised only there, cluster_api.go).
+	case *kmsg.LeaderAndISRRequest:
+		resp = c.s.handleLeaderAndIsr(r)
+	case *kmsg.UpdateMetadataRequest:
+		resp = c.s.handleUpdateMetadata(r)
+	case *kmsg.StopReplicaRequest:
+		resp = c.s.handleStopReplica(r)
+	case *kmsg.ControlledShutdownRequest:
+		resp = c.s.handleControlledShutdown(r)
+	case *kmsg.AlterPartitionRequest:
+		resp = c.s.handleAlterPartition(r)
+	case *kmsg.ElectLeadersRequest:
+		resp = c.s.handleElectLeaders(r)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		resp = c.s.handleOffsetForLeaderEpoch(r)
+	case *kmsg.DescribeClusterRequest:
+		resp = c.s.handleDescribeCluster(c, r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

@@ -241,6 +241,9 @@ func (s *Server) handleLogDirFailure(ev logDirFailure) {
 	if s.onLogDirOffline != nil {
 		s.onLogDirOffline(ev.dir, ev.err)
 	}
+	if s.cl != nil {
+		s.cl.logDirOffline(ev.dir)
+	}
 	if len(failed) >= len(s.cfg.LogDirs) {
 		s.log.Error("every log dir is offline: the broker cannot serve anything and stops", "log_dirs", s.cfg.LogDirs)
 		f := s.topics.dirs

@@ -1,5 +1,7 @@
-// Package server is strata's broker: a single Kafka node that speaks the
-// Kafka wire protocol over the partition logs of package segment.
+// Package server is strata's broker: a Kafka node that speaks the Kafka
+// wire protocol over the partition logs of package segment, on its own
+// (the default) or, given zookeeper.connect, as a member of a cluster
+// coordinated through ZooKeeper (see Cluster mode below).
 //
 // # Protocol layer
 //
@@ -64,8 +66,9 @@
 // and compression.*.level, delete.retention.ms, flush.*, max.message.bytes,
 // min/max.compaction.lag.ms, message.timestamp.type,
 // min.cleanable.dirty.ratio, preallocate, retention.*, segment.bytes,
-// segment.ms) are described with their broker synonym as default; other
-// Kafka topic configs (min.insync.replicas, index.interval.bytes, ...) are
+// segment.ms, and in cluster mode min.insync.replicas and
+// unclean.leader.election.enable) are described with their broker synonym
+// as default; other Kafka topic configs (index.interval.bytes, ...) are
 // checked with Kafka's validators and stored but not applied; any other
 // name is INVALID_CONFIG. A stored override that fails its check (kept by
 // an older strata, which checked less) is logged at start and the broker's
@@ -197,8 +200,8 @@
 //
 // # Group coordinator
 //
-// The node coordinates every group (FindCoordinator names it for any group
-// id; NOT_COORDINATOR never happens). Groups follow Kafka's classic state
+// A single node coordinates every group (FindCoordinator names it for any
+// group id; NOT_COORDINATOR never happens; in a cluster see Cluster mode). Groups follow Kafka's classic state
 // machine (group_state.go, group_join.go, group_sync.go): Empty,
 // PreparingRebalance, CompletingRebalance, Stable, Dead. JoinGroup v4+ without a member id and without
 // group.instance.id is answered MEMBER_ID_REQUIRED with a new id
@@ -297,4 +300,144 @@
 //
 // Each completed rebalance is logged with the time from the last JoinGroup
 // received to the last SyncGroup answered (Server.RebalanceStats).
+//
+// # Cluster mode
+//
+// With zookeeper.connect (cluster_*.go, api_leader_and_isr.go,
+// api_update_metadata.go, api_stop_replica.go, api_controller_requests.go,
+// api_offset_for_leader_epoch.go, api_describe_cluster.go) the broker is
+// Kafka 2.8 in ZooKeeper mode; without it nothing of this runs and the
+// broker is the single node above, with its topic table.
+//
+// Start-up, in Kafka's order (KafkaServer.startup): the ZooKeeper session
+// (zookeeper.session.timeout.ms; no session within
+// zookeeper.connection.timeout.ms is an error naming it, and strata broker
+// exits non-zero); the log dirs' meta.properties (version 0: broker.id and
+// cluster.id; a version 1 file's node.id is read too) checked against
+// /cluster/id before recovery touches a log (another cluster's data, or a
+// single node's, is refused: ErrInconsistentClusterID) and broker.id
+// settled (the configured one must match meta.properties'; -1, the default
+// in cluster mode, takes meta.properties' or a new one from /brokers/seqid,
+// above 1000); recovery of every log dir with each topic's configs read
+// from /config/topics/T; the listeners; the replica Manager (package
+// replica) over the recovered logs; the membership (package cluster:
+// Kafka's persistent paths, /cluster/id, the ephemeral /brokers/ids/N with
+// the advertised endpoints and broker.rack, its czxid the broker epoch; a
+// broker.id registered by another live broker is refused; the controller
+// election; the config change listener); meta.properties where missing;
+// the replica fetchers; then the group coordinator and the accept loops
+// (so the controller's first requests wait in the listen backlog). There
+// is no strata-topics.json: topics live in ZooKeeper.
+//
+// Logs. The replica Manager opens a partition when a LeaderAndIsr names
+// it: the recovered log, else a new directory in the log dir with the
+// fewest, with partition.metadata holding the topic id of the request (a
+// recovered directory of another topic id answers INCONSISTENT_TOPIC_ID and
+// is left alone). Checkpoints, the clean-shutdown marker and the cleaner
+// work as on a single node; a follower's truncation writes the lowered
+// recovery point at once; StopReplica with delete renames the directory
+// -delete and removes it after file.delete.delay.ms. A recovered partition
+// no LeaderAndIsr claims is a stray: kept open and checkpointed but not
+// served, and named in the log after the first LeaderAndIsr (Kafka 2.x
+// keeps strays too; the controller deletes the replicas of deleted topics
+// with StopReplica when the broker returns).
+// A log dir that goes offline (the log-dir failure model above) is
+// reported to the controller (a /log_dir_event_notification znode); the
+// controller's LeaderAndIsr for its partitions is answered
+// KAFKA_STORAGE_ERROR before any epoch check (Kafka's offline hosted
+// partition), so their leaderships move and this broker leaves their ISRs
+// until it restarts; new partitions go to online dirs only.
+//
+// Control requests (advertised in ApiVersions in cluster mode only):
+// LeaderAndIsr v0-5, UpdateMetadata v0-7, StopReplica v0-3 from the
+// controller are fenced first: a broker epoch older than this broker's
+// registration is STALE_BROKER_EPOCH, a controller epoch below the highest
+// seen STALE_CONTROLLER_EPOCH, both logged and ignored. LeaderAndIsr and
+// StopReplica go to the replica Manager; UpdateMetadata feeds the metadata
+// cache (cluster_metadata.go): live brokers with endpoints and racks,
+// partition states, topic ids, the controller; an immutable image swapped
+// on each update, holding per listener the Metadata response's brokers and
+// topics already built, so every Metadata, DescribeCluster (v0) and
+// FindCoordinator answer copies nothing (Metadata for 1,000 partitions:
+// one allocation, well under a millisecond; BenchmarkClusterMetadata1000).
+// ControlledShutdown v1-3, AlterPartition v0-1 and ElectLeaders v0-2 go
+// to the member's controller entry points (NOT_CONTROLLER unless this
+// broker is the controller; REQUEST_TIMED_OUT after
+// controller.socket.timeout.ms). OffsetForLeaderEpoch v0-4 is answered by
+// the leader (KIP-101, KIP-279, KIP-320).
+//
+// Clients. Metadata lists every live broker on the listener the request
+// came in on (listeners may have several names, mapped to protocols by
+// listener.security.protocol.map; only PLAINTEXT is served), the
+// controller, and per partition the leader, leader epoch, replicas, ISR and
+// offline replicas; a partition without a live leader is
+// LEADER_NOT_AVAILABLE. Unknown topics are created through ZooKeeper when
+// auto.create.topics.enable allows (num.partitions,
+// default.replication.factor) and answer LEADER_NOT_AVAILABLE until
+// elected. Produce to a partition this broker does not lead is
+// NOT_LEADER_OR_FOLLOWER; acks=0 and 1 answer after the leader's append
+// (Partition.AppendAsLeader stamps the leader epoch); acks=-1 is refused
+// before the append when the ISR is below min.insync.replicas (topic
+// override, else the broker's; NOT_ENOUGH_REPLICAS), else waits on the
+// partition's high-watermark notification, in the request's own goroutine
+// (no goroutine per partition, nothing spins), until the high watermark
+// passes the batch (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+// below the minimum meanwhile), timeout_ms passes (REQUEST_TIMED_OUT) or
+// the leadership is lost (NOT_LEADER_OR_FOLLOWER). Fetch with a replica id
+// is a follower's: records up to the log end through
+// Partition.FetchFromFollower (its progress recorded, the high watermark
+// and the ISR moved), long polls woken by the leader's appends, a
+// divergence answered with diverging_epoch (v12). Consumers fetch from
+// the leader only, below the high watermark, with KIP-320's
+// current_leader_epoch checks (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH),
+// long polls woken by the high watermark. A parked fetch waits on one
+// broker-wide notification (appends as leader and role changes for
+// followers; those and follower fetches served, which move high
+// watermarks, for consumers), not on each partition it names; a high
+// watermark moved by an ISR change alone reaches a parked consumer at its
+// max wait. Both use the sendfile framing of fetch_write.go. ListOffsets is the leader's (latest = the high
+// watermark; v4+ with the offset's leader epoch), a follower's (replica id)
+// gets the log end or start. DeleteRecords moves the leader's log start
+// (followers follow on their next fetch; the answer does not wait for
+// them, unlike Kafka).
+//
+// Administration. CreateTopics, DeleteTopics and CreatePartitions are the
+// controller's (NOT_CONTROLLER elsewhere, as Kafka's ZooKeeper mode):
+// replicas are placed over the live brokers with package cluster's
+// AssignReplicas (rack-aware; replication_factor -1 is
+// default.replication.factor; INVALID_REPLICATION_FACTOR with too few live
+// brokers) or taken from explicit assignments; /config/topics/T then
+// /brokers/topics/T are written (cluster_admin.go), or
+// /admin/delete_topics/T, or the grown assignment; the answer waits up to
+// timeout_ms until the metadata cache shows every partition led, or the
+// topic gone (REQUEST_TIMED_OUT otherwise). AlterConfigs and
+// IncrementalAlterConfigs of topics are taken by any broker: written to
+// /config/topics/T with a /config/changes notification, on which every
+// broker reads the topic's configs again and applies them to its live logs
+// (segment options, cleaner, produce settings, min.insync.replicas).
+// DescribeConfigs reads topic overrides from ZooKeeper.
+//
+// Groups. A group's coordinator is the leader of its __consumer_offsets
+// partition (FindCoordinator names it; every other broker answers
+// NOT_COORDINATOR). The topic is created on first lookup with
+// offsets.topic.num.partitions partitions of
+// offsets.topic.replication.factor replicas (default 3) once that many
+// brokers live (COORDINATOR_NOT_AVAILABLE until then, as Kafka); its
+// partition count in ZooKeeper wins over the setting. Becoming the leader
+// of an offsets partition loads its groups in the background
+// (COORDINATOR_LOAD_IN_PROGRESS meanwhile); losing it unloads them (parked
+// joins and syncs answer NOT_COORDINATOR). The coordinator appends as the
+// partition's leader and waits as acks=-1 does, up to 5 s (Kafka's
+// offsets.commit.timeout.ms): too few in-sync replicas is
+// COORDINATOR_NOT_AVAILABLE, a lost leadership NOT_COORDINATOR.
+//
+// Shutdown. With controlled.shutdown.enable (default) Close first asks the
+// controller to move this broker's leaderships away (ControlledShutdown v3
+// to the controller's inter-broker endpoint, up to
+// controlled.shutdown.max.retries attempts controlled.shutdown.retry.
+// backoff.ms apart, then stops anyway), while still serving; then the
+// connections drain, parked acks=-1 produces are answered, the replica
+// fetchers stop (a last high-watermark checkpoint), the membership ends
+// (closing the session removes the registration at once), and the logs
+// close with their checkpoints and the clean-shutdown marker.
 package server

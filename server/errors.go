@@ -25,4 +25,12 @@ var (
 	ErrDataDir = errors.New("server: unusable data directory")
 	// ErrInvalidTopic is a topic name Kafka would reject.
 	ErrInvalidTopic = errors.New("server: invalid topic name")
+	// ErrCluster reports that the broker could not join its cluster
+	// (ZooKeeper unreachable, its broker.id registered by another broker,
+	// a znode it cannot read or write).
+	ErrCluster = errors.New("server: cannot join the cluster")
+	// ErrInconsistentClusterID: the log dirs' meta.properties names
+	// another cluster than ZooKeeper's /cluster/id (Kafka's
+	// InconsistentClusterIdException); the broker refuses to start.
+	ErrInconsistentClusterID = errors.New("server: the log dirs belong to another cluster")
 )

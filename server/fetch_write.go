@@ -101,7 +101,7 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 				regionBytes += n
 			}
 			if flex {
-				b = append(b, 0) // partition tags
+				b = appendPartitionTags(b, p)
 			}
 		}
 		if flex {
@@ -157,6 +157,18 @@ func appendRegion(b []byte, r *segment.Region) ([]byte, error) {
 
 // inlineFetchBytes counts record bytes copied into Fetch frames (tests read it).
 var inlineFetchBytes atomic.Int64
+
+// appendPartitionTags writes a partition's tagged fields (v12): none, or
+// diverging_epoch (tag 0: epoch, end offset, no tags of its own).
+func appendPartitionTags(b []byte, p *fetchPart) []byte {
+	if !p.diverging {
+		return append(b, 0)
+	}
+	b = append(b, 1, 0, 13) // one tag: tag 0, 13 bytes
+	b = binary.BigEndian.AppendUint32(b, uint32(p.divEpoch))
+	b = binary.BigEndian.AppendUint64(b, uint64(p.divEnd))
+	return append(b, 0)
+}
 
 func appendArrayLen(b []byte, n int, flex bool) []byte {
 	if flex {

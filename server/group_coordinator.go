@@ -27,6 +27,9 @@ type coordinator struct {
 	// read back at start: its groups answer COORDINATOR_LOAD_IN_PROGRESS.
 	loading []atomic.Bool
 	topicMu sync.Mutex // serializes creating the offsets topic
+	// own is cluster mode's: which offsets partitions this broker leads
+	// (cluster_groups.go); nil on a single node, which coordinates all.
+	own *ownership
 
 	// stats of the last completed rebalances (benchmarks, logs).
 	statsMu    sync.Mutex
@@ -77,7 +80,13 @@ func (co *coordinator) groupCheck(id string) int16 {
 	if id == "" {
 		return kerr.InvalidGroupID.Code
 	}
-	if co.loading[offsetsPartition(id, co.cfg.OffsetsTopicNumPartitions)].Load() {
+	p := offsetsPartition(id, int32(len(co.loading)))
+	if co.own != nil {
+		if code := co.clusterGroupCheck(p); code != 0 {
+			return code
+		}
+	}
+	if co.loading[p].Load() {
 		loadRefusals.Add(1)
 		return kerr.CoordinatorLoadInProgress.Code
 	}

@@ -138,7 +138,11 @@ func newMemberID(clientID string) string {
 }
 
 // shutdown answers parked requests and stops every timer (g.mu held).
-func (g *group) shutdown() {
+func (g *group) shutdown() { g.shutdownWith(kerr.CoordinatorNotAvailable.Code) }
+
+// shutdownWith is shutdown answering parked requests with code (cluster
+// mode's unload: NOT_COORDINATOR, the group moved).
+func (g *group) shutdownWith(code int16) {
 	g.stopped = true
 	if g.rebalanceTimer != nil {
 		g.rebalanceTimer.Stop()
@@ -154,11 +158,11 @@ func (g *group) shutdown() {
 			m.timer.Stop()
 		}
 		if m.joinCh != nil {
-			m.joinCh <- joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: m.id, generation: -1}
+			m.joinCh <- joinResult{code: code, memberID: m.id, generation: -1}
 			m.joinCh = nil
 		}
 		if m.syncCh != nil {
-			m.syncCh <- syncResult{code: kerr.CoordinatorNotAvailable.Code}
+			m.syncCh <- syncResult{code: code}
 			m.syncCh = nil
 		}
 	}

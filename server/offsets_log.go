@@ -96,10 +96,6 @@ func (co *coordinator) appendRecords(group string, recs []record.Record) int16 {
 	if co.isClosed() {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	p, err := co.offsetsPart(group)
-	if err != nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
 	bp := batchBufs.Get().(*[]byte)
 	defer batchBufs.Put(bp)
 	opts := record.DefaultBatchOptions()
@@ -110,6 +106,13 @@ func (co *coordinator) appendRecords(group string, recs []record.Record) int16 {
 		return kerr.UnknownServerError.Code
 	}
 	*bp = buf[:0]
+	if co.s.cl != nil {
+		return co.s.cl.appendOffsets(group, buf)
+	}
+	p, err := co.offsetsPart(group)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
 	if _, err := p.log.Append(buf); err != nil {
 		if errors.Is(err, segment.ErrClosed) {
 			return kerr.CoordinatorNotAvailable.Code

@@ -38,10 +38,12 @@ type Server struct {
 	topics *topicStore
 	groups *coordinator // the group coordinator
 
-	listeners  []net.Listener
-	advertised Listener       // what Metadata tells clients to dial
-	limits     *connLimits    // max.connections, max.connections.per.ip
-	reqMem     *requestMemory // queued.max.request.bytes
+	listeners     []net.Listener
+	advertised    Listener       // what Metadata tells clients to dial
+	advertisedAll []Listener     // every advertised listener, bound ports resolved
+	cl            *clusterNode   // cluster mode (zookeeper.connect), nil on a single node
+	limits        *connLimits    // max.connections, max.connections.per.ip
+	reqMem        *requestMemory // queued.max.request.bytes
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -108,24 +110,37 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s.topics.cleaner = cm
-	if err := s.topics.load(); err != nil {
+	if cfg.Cluster.Enabled() {
+		err = s.startCluster()
+	} else {
+		err = s.topics.load()
+	}
+	if err != nil {
 		_ = s.topics.close()
 		return nil, err
 	}
 	for _, l := range cfg.Listeners {
 		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
 		if err != nil {
-			for _, o := range s.listeners {
-				o.Close()
-			}
-			_ = s.topics.close()
+			s.abortStart()
 			return nil, fmt.Errorf("server: listen %s: %w", l, err)
 		}
 		s.listeners = append(s.listeners, ln)
 	}
 	s.advertised = s.advertise()
+	s.advertisedAll = s.advertiseAll()
+	if s.cl != nil {
+		if err := s.cl.join(); err != nil {
+			s.abortStart()
+			return nil, err
+		}
+	}
 	s.groups = newCoordinator(s)
-	s.groups.startLoading()
+	if s.cl != nil {
+		s.groups.clusterGroups(s.cl.offsetsPartitionCount())
+	} else {
+		s.groups.startLoading()
+	}
 	cm.Start()
 	s.bgWG.Add(1)
 	go s.groups.expiryLoop()
@@ -133,13 +148,24 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	go s.checkpointLoop()
 	s.bgWG.Add(1)
 	go s.logDirFailureLoop()
-	for _, ln := range s.listeners {
+	for i, ln := range s.listeners {
 		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
-			"node_id", cfg.NodeID, "cluster_id", s.topics.clusterID, "log_dirs", cfg.LogDirs)
+			"node_id", s.NodeID(), "cluster_id", s.ClusterID(), "log_dirs", cfg.LogDirs)
 		s.accWG.Add(1)
-		go s.acceptLoop(ln)
+		go s.acceptLoop(ln, cfg.Listeners[i].Name)
 	}
 	return s, nil
+}
+
+// abortStart undoes a start that failed after the logs were opened.
+func (s *Server) abortStart() {
+	for _, o := range s.listeners {
+		o.Close()
+	}
+	if s.cl != nil {
+		_ = s.cl.close()
+	}
+	_ = s.topics.close()
 }
 
 // advertise resolves the endpoint Metadata reports: advertised.listeners, or
@@ -163,17 +189,56 @@ func (s *Server) advertise() Listener {
 	return l
 }
 
+// advertiseAll resolves every advertised endpoint as advertise does the
+// first: advertised.listeners as given, else each listener with its bound
+// port and a dialable host.
+func (s *Server) advertiseAll() []Listener {
+	if len(s.cfg.AdvertisedListeners) > 0 {
+		return s.cfg.AdvertisedListeners
+	}
+	out := make([]Listener, len(s.cfg.Listeners))
+	for i, l := range s.cfg.Listeners {
+		if a, ok := s.listeners[i].Addr().(*net.TCPAddr); ok {
+			l.Port = int32(a.Port)
+		}
+		if ip := net.ParseIP(l.Host); l.Host == "" || (ip != nil && ip.IsUnspecified()) {
+			if h, err := os.Hostname(); err == nil && h != "" {
+				l.Host = h
+			} else {
+				l.Host = "127.0.0.1"
+			}
+		}
+		out[i] = l
+	}
+	return out
+}
+
 // Addr is the first listener's bound address.
 func (s *Server) Addr() net.Addr { return s.listeners[0].Addr() }
 
-// ClusterID is the cluster id from meta.properties.
-func (s *Server) ClusterID() string { return s.topics.clusterID }
+// ClusterID is the cluster id: meta.properties' on a single node,
+// ZooKeeper's /cluster/id in cluster mode.
+func (s *Server) ClusterID() string {
+	if s.cl != nil {
+		return s.cl.clusterID
+	}
+	return s.topics.clusterID
+}
+
+// NodeID is the broker's id (generated in cluster mode when broker.id is
+// -1).
+func (s *Server) NodeID() int32 {
+	if s.cl != nil {
+		return s.cl.id
+	}
+	return s.cfg.NodeID
+}
 
 // acceptLoop accepts connections while max.connections allows: it takes a
 // slot before it accepts, so at the limit new clients wait in the kernel's
 // backlog until a connection closes (Kafka's acceptor waits the same way).
 // A connection over its address's max.connections.per.ip is closed at once.
-func (s *Server) acceptLoop(ln net.Listener) {
+func (s *Server) acceptLoop(ln net.Listener, listener string) {
 	defer s.accWG.Done()
 	var delay time.Duration
 	for {
@@ -205,7 +270,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			continue
 		}
 		c := newConn(s, nc)
-		c.ip = ip
+		c.ip, c.listener = ip, listener
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
@@ -241,9 +306,15 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.log.Info("shutting down")
+	if s.cl != nil {
+		s.cl.controlledShutdown() // while still serving, as Kafka
+	}
 	s.mu.Lock()
 	s.closing.Store(true)
 	close(s.done)
+	if s.cl != nil {
+		s.cl.cancel() // parked acks=all produces answer now
+	}
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -273,7 +344,11 @@ func (s *Server) Close() error {
 	}
 	s.groups.close()
 	s.bgWG.Wait()
-	s.stopErr = s.topics.close()
+	var clusterErr error
+	if s.cl != nil {
+		clusterErr = s.cl.close()
+	}
+	s.stopErr = errors.Join(clusterErr, s.topics.close())
 	if s.stopErr != nil {
 		s.log.Error("closing logs", "error", s.stopErr)
 	} else {

@@ -34,6 +34,23 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.OffsetDelete), 0, 0},
 }
 
+// clusterAPIs are advertised in cluster mode only, besides supportedAPIs:
+// the controller's requests to brokers (LeaderAndIsr, UpdateMetadata,
+// StopReplica at the versions kmsg v1.15.1 encodes as Kafka does), the
+// requests to the controller (ControlledShutdown from v1: v0 has a header
+// without client id; AlterPartition v0-1, topics by name; ElectLeaders),
+// the followers' OffsetForLeaderEpoch, and DescribeCluster.
+var clusterAPIs = []apiRange{
+	{int16(kmsg.LeaderAndISR), 0, 5},
+	{int16(kmsg.StopReplica), 0, 3},
+	{int16(kmsg.UpdateMetadata), 0, 7},
+	{int16(kmsg.ControlledShutdown), 1, 3},
+	{int16(kmsg.OffsetForLeaderEpoch), 0, 4},
+	{int16(kmsg.ElectLeaders), 0, 2},
+	{int16(kmsg.AlterPartition), 0, 1},
+	{int16(kmsg.DescribeCluster), 0, 0},
+}
+
 // versionRange returns the advertised range of key.
 func versionRange(key int16) (apiRange, bool) {
 	for _, r := range supportedAPIs {
@@ -42,4 +59,26 @@ func versionRange(key int16) (apiRange, bool) {
 		}
 	}
 	return apiRange{}, false
+}
+
+// versionRange returns the range of key this broker advertises: the
+// cluster APIs too in cluster mode.
+func (s *Server) versionRange(key int16) (apiRange, bool) {
+	if r, ok := versionRange(key); ok || s.cl == nil {
+		return r, ok
+	}
+	for _, r := range clusterAPIs {
+		if r.key == key {
+			return r, true
+		}
+	}
+	return apiRange{}, false
+}
+
+// apiTable is what ApiVersions lists.
+func (s *Server) apiTable() []apiRange {
+	if s.cl == nil {
+		return supportedAPIs
+	}
+	return append(append([]apiRange(nil), supportedAPIs...), clusterAPIs...)
 }

@@ -19,15 +19,18 @@ import (
 func brokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
-		Usage:     "run a single-node Kafka-compatible broker",
+		Usage:     "run a Kafka-compatible broker: a single node, or with zookeeper.connect a member of a cluster",
 		UsageText: "strata broker [--config server.properties] [--override key=value ...]",
 		Description: "Reads Kafka's property names (node.id, listeners, advertised.listeners, log.dirs,\n" +
 			"num.partitions, auto.create.topics.enable, log.segment.bytes, log.retention.ms/hours,\n" +
 			"message.max.bytes, socket.request.max.bytes, ...) from --config; every --override\n" +
-			"key=value wins over the file. SIGTERM or SIGINT stops accepting, finishes the\n" +
-			"requests in flight, flushes and closes the logs. A log dir that fails with an I/O\n" +
-			"error goes offline (its partitions answer KAFKA_STORAGE_ERROR, the others are\n" +
-			"served); when every log dir is offline the broker stops with exit status 2.",
+			"key=value wins over the file. With zookeeper.connect (and broker.id) it joins a\n" +
+			"cluster through ZooKeeper and replicates partitions (see the README's Cluster mode).\n" +
+			"SIGTERM or SIGINT stops accepting (in a cluster, after moving its leaderships away:\n" +
+			"controlled.shutdown.enable), finishes the requests in flight, flushes and closes the logs.\n" +
+			"A log dir that fails with an I/O error goes offline (its partitions answer\n" +
+			"KAFKA_STORAGE_ERROR, the others are served); when every log dir is offline the broker\n" +
+			"stops with exit status 2.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "server.properties file"},
 			// Not a StringSliceFlag: that splits on commas, and a value such

@@ -88,3 +88,23 @@ func TestBrokerCommandBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerCommandZooKeeperDown: with zookeeper.connect naming a port
+// nothing listens on, "strata broker" gives up after
+// zookeeper.connection.timeout.ms, says so and exits non-zero.
+func TestBrokerCommandZooKeeperDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zk := ln.Addr().String()
+	ln.Close()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main([]string{"strata", "broker", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+		"--override", "log.dirs=" + t.TempDir(), "--override", "zookeeper.connect=" + zk,
+		"--override", "zookeeper.connection.timeout.ms=1000"}, &stdout, &stderr)
+	if code == ExitOK || !strings.Contains(stderr.String(), "zookeeper.connection.timeout.ms") || !strings.Contains(stderr.String(), zk) {
+		t.Fatalf("exit %d after %v:\n%s", code, time.Since(start), stderr.String())
+	}
+}

@@ -15,8 +15,8 @@ import (
 
 // topicsCommand is "strata topics": Kafka's kafka-topics.sh. With
 // --bootstrap-server it speaks the Kafka protocol, so it works against strata
-// and any other Kafka-compatible broker; --zookeeper (Kafka 2.x's way) is
-// accepted and waits for the znode layer.
+// and any other Kafka-compatible broker; --zookeeper (Kafka 2.x's way) reads
+// and writes the znodes (topics_zk.go).
 func topicsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "topics",
@@ -32,7 +32,10 @@ func topicsCommand() *cli.Command {
 		Description: `Kafka's kafka-topics.sh with Kafka's flags and output. Speaks the Kafka protocol
 (Metadata, DescribeConfigs, ListPartitionReassignments where the broker has it,
 CreateTopics, CreatePartitions, DeleteTopics), so it works against strata and any other
-Kafka-compatible broker. Exactly one action:
+Kafka-compatible broker. With --zookeeper HOST:PORT[,HOST:PORT...][/chroot] instead it
+reads and writes Kafka's znodes itself (Kafka 2.x's way): the live brokers from
+/brokers/ids, topics from /brokers/topics, /config/topics and the partition state
+znodes; the controller picks up what it writes. Exactly one action:
 
   --create    creates --topic (a name, not a pattern); --partitions and
               --replication-factor default to the cluster's; --replica-assignment
@@ -68,7 +71,7 @@ error or no broker reachable (or one without the request).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
 			&cli.StringFlag{Name: "command-config", Usage: "Kafka client properties file (bootstrap.servers, client.id)"},
-			&cli.StringFlag{Name: "zookeeper", Usage: "HOST:PORT[,HOST:PORT...][/chroot] (Kafka 2.x's way; not yet supported)"},
+			&cli.StringFlag{Name: "zookeeper", Usage: "HOST:PORT[,HOST:PORT...][/chroot] (Kafka 2.x's way: reads and writes the znodes)"},
 			&cli.BoolFlag{Name: "create", Usage: "create a topic"},
 			&cli.BoolFlag{Name: "list", Usage: "list the topics"},
 			&cli.BoolFlag{Name: "describe", Usage: "describe topics: partitions, leaders, replicas, ISR, configs"},
@@ -227,7 +230,7 @@ func runTopics(c *cli.Context) error {
 // openTopicsBackend connects to the cluster the flags name.
 func openTopicsBackend(ctx context.Context, c *cli.Context, action string, timeout time.Duration, errw io.Writer) (topicsBackend, error) {
 	if zk := c.String("zookeeper"); zk != "" {
-		return openZooKeeperBackend(zk)
+		return openZooKeeperBackend(zk, timeout)
 	}
 	cfg, err := loadClientConfig(c.String("command-config"), errw)
 	if err != nil {

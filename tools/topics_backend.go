@@ -7,9 +7,8 @@ import (
 )
 
 // topicsBackend is where strata topics reads and changes topics: a broker
-// over the Kafka protocol (--bootstrap-server, topics_admin.go) or, once the
-// znode layer exists, ZooKeeper itself (--zookeeper, Kafka 2.x's way,
-// topics_zk.go). The actions (topics_*.go) only see this interface and the
+// over the Kafka protocol (--bootstrap-server, topics_admin.go) or ZooKeeper
+// itself (--zookeeper, Kafka 2.x's way, topics_zk.go). The actions (topics_*.go) only see this interface and the
 // values below, so both backends print the same way.
 //
 // Errors: a refusal by the cluster wraps the *kerr.Error Kafka would answer
