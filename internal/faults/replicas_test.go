@@ -1,0 +1,169 @@
+package faults
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stratalog/strata/internal/history"
+	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/record"
+	"github.com/stratalog/strata/replica"
+	"github.com/stratalog/strata/segment"
+	"github.com/stratalog/strata/tools"
+)
+
+// readReplica reads broker b's copy of partition p from its log dir (the
+// broker stopped): every batch of every segment, in offset order, straight
+// from the .log files (nothing is opened for writing), and the high
+// watermark in its replication-offset-checkpoint.
+func readReplica(t testing.TB, b *broker, p int32) history.Replica {
+	t.Helper()
+	rep := history.Replica{Broker: b.id, Partition: p, Batches: []history.Batch{}}
+	hws, err := replica.ReadHighWatermarks(vfs.OS, b.dir)
+	if err != nil {
+		t.Errorf("broker %d: replication-offset-checkpoint: %v", b.id, err)
+	}
+	rep.HighWatermark = hws[replica.TopicPartition{Topic: topic, Partition: p}]
+	dir := filepath.Join(b.dir, fmt.Sprintf("%s-%d", topic, p))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Errorf("broker %d: %v", b.id, err)
+		return rep
+	}
+	var bases []int64
+	for _, e := range ents {
+		if base, suffix, ok := segment.ParseFileName(e.Name()); ok && suffix == ".log" {
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	var rr record.RecordReader
+	for _, base := range bases {
+		path := segment.FilePath(dir, base, ".log")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("broker %d: %v", b.id, err)
+			return rep
+		}
+		it := record.NewIterator(data, record.ScanOptions{})
+		for it.Next() {
+			batch := it.Batch()
+			rep.Batches = append(rep.Batches, history.Batch{BaseOffset: batch.BaseOffset(), LastOffset: batch.LastOffset(),
+				LeaderEpoch: batch.PartitionLeaderEpoch(), CRC: batch.CRC()})
+			rr.Reset(batch, it.Pos())
+			for rec, ok := rr.Next(); ok; rec, ok = rr.Next() {
+				rep.Records = append(rep.Records, history.Record{Offset: rec.Offset, Value: string(rec.Value)})
+			}
+			if err := rr.Err(); err != nil {
+				t.Errorf("broker %d: %s: %v", b.id, path, err)
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Errorf("broker %d: %s: %v", b.id, path, err)
+		}
+	}
+	return rep
+}
+
+// verifyDir runs `strata verify` on broker b's log dir: it must find
+// nothing wrong.
+func verifyDir(t testing.TB, b *broker) {
+	t.Helper()
+	var out bytes.Buffer
+	if code := tools.Main([]string{"strata", "verify", b.dir}, &out, &out); code != 0 {
+		t.Errorf("strata verify %s (broker %d): exit status %d\n%s", b.dir, b.id, code, out.String())
+	}
+}
+
+// checkSettledReplicas checks replicas read after the cluster settled
+// (every replica held the whole log before the brokers stopped): for each
+// partition, every replica holds the same batches, batch by batch, below
+// the highest checkpointed high watermark, the partition's.
+func checkSettledReplicas(t testing.TB, reps []history.Replica) {
+	t.Helper()
+	byPart := map[int32][]history.Replica{}
+	for _, r := range reps {
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+	for _, p := range keys(byPart) {
+		rs := byPart[p]
+		best := 0
+		for i, r := range rs {
+			if r.HighWatermark > rs[best].HighWatermark {
+				best = i
+			}
+		}
+		hw := rs[best].HighWatermark
+		want := batchesBelow(rs[best].Batches, hw)
+		if n := len(want); n > 0 && want[n-1].LastOffset+1 != hw {
+			t.Errorf("partition %d: broker %d's batches below its high watermark %d end at %d", p, rs[best].Broker, hw, want[n-1].LastOffset+1)
+		}
+		for i, r := range rs {
+			if i == best {
+				continue
+			}
+			got := batchesBelow(r.Batches, hw)
+			if len(got) != len(want) {
+				t.Errorf("partition %d: broker %d holds %d batches below the high watermark %d, broker %d holds %d",
+					p, r.Broker, len(got), hw, rs[best].Broker, len(want))
+				continue
+			}
+			for k := range want {
+				if got[k] != want[k] {
+					t.Errorf("partition %d batch %d: broker %d holds %s, broker %d holds %s", p, k, r.Broker, got[k], rs[best].Broker, want[k])
+					break
+				}
+			}
+		}
+	}
+}
+
+func batchesBelow(bs []history.Batch, limit int64) []history.Batch {
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].BaseOffset >= limit })
+	return bs[:i]
+}
+
+// finish ends a scenario: the producer stops, the cluster settles (full
+// ISRs, high watermarks at the log ends), the consumer drains, every
+// broker stops with SIGTERM; then every log dir passes `strata verify`,
+// the replicas agree batch by batch up to the high watermark, and the
+// history finds nothing wrong. It returns the history's report.
+func (c *cluster) finish(l *load) *history.Report {
+	c.t.Helper()
+	l.stopProducing()
+	c.settle()
+	st, _, _ := c.state()
+	l.drain(st)
+	l.close()
+	l.report()
+	c.stopAll()
+	return c.checkStopped(l.h)
+}
+
+// checkStopped is finish's checks on the stopped brokers' log dirs.
+func (c *cluster) checkStopped(h *history.History) *history.Report {
+	t := c.t
+	t.Helper()
+	var reps []history.Replica
+	for _, b := range c.b {
+		verifyDir(t, b)
+		for p := int32(0); p < numParts; p++ {
+			reps = append(reps, readReplica(t, b, p))
+		}
+	}
+	checkSettledReplicas(t, reps)
+	rep := h.Check(reps)
+	if err := rep.Err(); err != nil {
+		t.Errorf("%v", err)
+	}
+	var hws []string
+	for _, r := range reps {
+		hws = append(hws, fmt.Sprintf("b%d/p%d=%d", r.Broker, r.Partition, r.HighWatermark))
+	}
+	t.Logf("history: %s; %d replica pairs, %d batch pairs compared; high watermarks %v", rep.Summary(), rep.ReplicasCheck, rep.BatchesCheck, hws)
+	return rep
+}
