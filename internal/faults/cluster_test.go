@@ -53,8 +53,8 @@ type cluster struct {
 	zs     *zktest.Server
 	chroot string
 	base   string
-	zk     zkc.ZK // the test's own session, straight to ZooKeeper
-	b      []*broker  // b[id-1]
+	zk     zkc.ZK    // the test's own session, straight to ZooKeeper
+	b      []*broker // b[id-1]
 
 	pidMu sync.Mutex
 	pids  map[int]int32 // broker process id -> broker id
