@@ -58,7 +58,7 @@ const (
 type broker struct {
 	c        *cluster
 	id       int32
-	dir      string // log.dirs
+	dir      string // log.dirs (comma-separated)
 	client   string // CLIENT listener: clients dial it directly
 	internal string // INTERNAL listener, bound here; advertised at ib's address
 	ib       *faultproxy.Proxy
@@ -72,6 +72,9 @@ type broker struct {
 	done   chan struct{} // closed when cmd exited
 	starts int
 }
+
+// dirs are the broker's log dirs.
+func (b *broker) dirs() []string { return strings.Split(b.dir, ",") }
 
 // label is the faultproxy label of the connections this broker's process
 // opens.
@@ -114,7 +117,6 @@ func (c *cluster) newBroker(id int32, dir string, extra ...string) *broker {
 		"replica.lag.time.max.ms=" + strconv.Itoa(lagTimeMaxMs),
 		"replica.fetch.wait.max.ms=200",
 		"controlled.shutdown.retry.backoff.ms=200",
-		"leader.imbalance.check.interval.seconds=5",
 		"auto.create.topics.enable=false",
 		"min.insync.replicas=2",
 		"unclean.leader.election.enable=false",
@@ -125,6 +127,12 @@ func (c *cluster) newBroker(id int32, dir string, extra ...string) *broker {
 		b.kill()
 		if t.Failed() {
 			b.logTail(60)
+		}
+		if keep := os.Getenv("STRATA_FAULTS_LOGDIR"); keep != "" {
+			if data, err := os.ReadFile(b.logPath); err == nil {
+				name := strings.ReplaceAll(t.Name(), "/", "_") + fmt.Sprintf("-broker-%d.log", id)
+				_ = os.WriteFile(filepath.Join(keep, name), data, 0o644)
+			}
 		}
 	})
 	return b
@@ -256,6 +264,13 @@ func (b *broker) is(s brokerState) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.state == s
+}
+
+// truncations counts the truncations the broker logged (the replica
+// package's "truncating", "truncating below the high watermark" and
+// "leader's log ends below ours: truncating to it").
+func (b *broker) truncations() int {
+	return b.logCount("msg=truncating") + b.logCount(`msg="truncating below`) + b.logCount("truncating to it")
 }
 
 // logCount counts the lines of the broker's log holding every one of subs.

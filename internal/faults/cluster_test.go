@@ -60,8 +60,8 @@ type cluster struct {
 	pids  map[int]int32 // broker process id -> broker id
 }
 
-// clusterOpts shape a cluster: where each broker keeps its log dir (nil:
-// a temp dir) and extra overrides for every broker.
+// clusterOpts shape a cluster: where each broker keeps its log dirs (nil
+// or "": a temp dir) and extra overrides for every broker.
 type clusterOpts struct {
 	dir   func(id int32) string
 	extra []string
@@ -81,7 +81,7 @@ func newCluster(t *testing.T, zs *zktest.Server, o clusterOpts) *cluster {
 	c.zk = z
 	for id := int32(1); id <= nBrokers; id++ {
 		dir := filepath.Join(c.base, fmt.Sprintf("data-%d", id))
-		if o.dir != nil {
+		if o.dir != nil && o.dir(id) != "" {
 			dir = o.dir(id)
 		}
 		c.b = append(c.b, c.newBroker(id, dir, o.extra...))
@@ -92,15 +92,28 @@ func newCluster(t *testing.T, zs *zktest.Server, o clusterOpts) *cluster {
 	for _, b := range c.b {
 		b.waitListening()
 	}
-	c.waitFor(startTimeout, "every broker registered and a controller", func() (bool, string) {
+	c.waitLive("every broker registered and known live by the controller")
+	return c
+}
+
+// waitLive waits until every broker is registered and every broker's
+// metadata (the controller's UpdateMetadata) lists all of them and the
+// controller.
+func (c *cluster) waitLive(what string) {
+	c.t.Helper()
+	c.waitFor(startTimeout, what, func() (bool, string) {
 		ids, err := c.registered()
 		if err != nil || len(ids) != nBrokers {
 			return false, fmt.Sprintf("registered %v %v", ids, err)
 		}
-		ctrl := c.controller()
-		return ctrl >= 1, fmt.Sprintf("controller %d", ctrl)
+		for _, b := range c.b {
+			v, err := c.viewOf(b)
+			if err != nil || len(v.brokers) != nBrokers || v.controller < 1 {
+				return false, fmt.Sprintf("broker %d sees brokers %v, controller %d: %v", b.id, v.brokers, v.controller, err)
+			}
+		}
+		return true, ""
 	})
-	return c
 }
 
 func (c *cluster) broker(id int32) *broker { return c.b[id-1] }

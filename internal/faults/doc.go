@@ -46,9 +46,10 @@
 //
 // Kafka's names, test-sized: zookeeper.session.timeout.ms=6000,
 // replica.lag.time.max.ms=2500, replica.fetch.wait.max.ms=200,
-// controlled.shutdown.retry.backoff.ms=200,
-// leader.imbalance.check.interval.seconds=5; the producer's request
-// timeout is 5 s. Waits are conditions polled against generous deadlines
+// controlled.shutdown.retry.backoff.ms=200 (Kafka's 300 s
+// leader.imbalance.check.interval.seconds stays: no preferred-leader
+// election moves a leader in the middle of a scenario); the producer's
+// request timeout is 5 s. Waits are conditions polled against generous deadlines
 // (the machine is shared and loaded); nothing sleeps a fixed time.
 //
 // # Scenarios (TestFaults)

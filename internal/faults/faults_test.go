@@ -3,12 +3,10 @@ package faults
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stratalog/strata/internal/zktest"
 )
@@ -56,6 +54,13 @@ func TestFaults(t *testing.T) {
 		run  func(*testing.T, *zktest.Server)
 	}{
 		{"kill-leader", scenarioKillLeader},
+		{"kill-two", scenarioKillTwo},
+		{"stop-follower", scenarioStopFollower},
+		{"isolate-leader", scenarioIsolateLeader},
+		{"expire-sessions", scenarioExpireSessions},
+		{"disk-full", scenarioDiskFull},
+		{"rolling-restart", scenarioRollingRestart},
+		{"two-down", scenarioTwoDown},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, zs) })
 	}
@@ -65,38 +70,4 @@ func TestFaults(t *testing.T) {
 		t.Logf("measurements (zookeeper.session.timeout.ms=%d, replica.lag.time.max.ms=%d):\n%s",
 			sessionTimeoutMs, lagTimeMaxMs, strings.Join(measurements.lines, "\n"))
 	}
-}
-
-// scenarioKillLeader: SIGKILL the leader of partition 0 under load; a new
-// leader from the ISR takes over once the killed broker's session
-// expires, and writes go on; the killed broker restarts, truncates by
-// leader epoch where its log diverged, and rejoins every ISR.
-func scenarioKillLeader(t *testing.T, zs *zktest.Server) {
-	c := newCluster(t, zs, clusterOpts{})
-	c.createTopic(nil)
-	l := startLoad(t, c, 0)
-	l.waitAcks("writes before the fault", [numParts]int{}, ackWindow)
-	for r := 0; r < rounds(t); r++ {
-		st := c.waitFullISR("every ISR full before the kill")
-		old := st[0]
-		victim := c.broker(old.leader)
-		mark := l.ackCounts()
-		t0 := time.Now()
-		victim.kill()
-		c.waitState(faultTimeout, "partition 0 led again without the killed broker", func(st map[int32]partView) bool {
-			pv := st[0]
-			return pv.leader != old.leader && pv.epoch > old.epoch && !slices.Contains(pv.isr, old.leader)
-		})
-		l.waitAcks("writes go on after the kill", mark, ackWindow)
-		if d, ok := l.firstAckAfter(0, t0); ok {
-			measure(t, "failover after SIGKILL of the leader (broker %d): partition 0 acknowledged again %v after the kill (floor: session timeout + 1 s = %v)",
-				old.leader, d.Round(time.Millisecond), time.Duration(sessionTimeoutMs)*time.Millisecond+time.Second)
-		}
-		truncs := victim.logCount("msg=truncating")
-		victim.start()
-		c.waitFullISR("the restarted broker back in every ISR")
-		t.Logf("round %d: broker %d killed and restarted; it truncated %d times", r, old.leader, victim.logCount("msg=truncating")-truncs)
-		l.waitAcks("writes after the restart", l.ackCounts(), ackWindow)
-	}
-	c.finish(l)
 }

@@ -37,11 +37,15 @@ type load struct {
 	probeSeq   atomic.Int64
 
 	mu       sync.Mutex
-	acks     [numParts][]time.Time // when each acknowledgement came
+	acks     [numParts][]ack // the acknowledgements, in order
 	errs     map[string]int        // producer errors by kind
 	readErrs map[string]int        // consumer fetch errors by kind
 	next     [numParts]int64       // the consumer's next offset per partition
 }
+
+// ack is one acknowledged send of the steady producer: when the send
+// started (franz-go's retries included) and when its acknowledgement came.
+type ack struct{ sent, acked time.Time }
 
 // startLoad starts the producer and the consumer; values are at least
 // valueSize bytes.
@@ -105,6 +109,7 @@ func (l *load) produce(p int32) {
 		}
 		v := l.value(p, i)
 		l.h.Send(v, p)
+		sent := time.Now()
 		r, err := l.prod.ProduceSync(l.ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)}).First()
 		now := time.Now()
 		if err != nil {
@@ -121,7 +126,7 @@ func (l *load) produce(p int32) {
 		}
 		l.h.Ack(v, r.Offset)
 		l.mu.Lock()
-		l.acks[p] = append(l.acks[p], now)
+		l.acks[p] = append(l.acks[p], ack{sent, now})
 		l.mu.Unlock()
 	}
 }
@@ -194,11 +199,27 @@ func (l *load) firstAckAfter(p int32, t0 time.Time) (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	as := l.acks[p]
-	i := sort.Search(len(as), func(i int) bool { return as[i].After(t0) })
+	i := sort.Search(len(as), func(i int) bool { return as[i].acked.After(t0) })
 	if i == len(as) {
 		return 0, false
 	}
-	return as[i].Sub(t0), true
+	return as[i].acked.Sub(t0), true
+}
+
+// ackedWithin counts the acknowledgements of sends that started after
+// from and were acknowledged before to, over every partition.
+func (l *load) ackedWithin(from, to time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, as := range l.acks {
+		for _, a := range as {
+			if a.sent.After(from) && a.acked.Before(to) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // longestGap is the longest time partition p went without an
@@ -209,14 +230,14 @@ func (l *load) longestGap(p int32, from, to time.Time) time.Duration {
 	defer l.mu.Unlock()
 	last, longest := from, time.Duration(0)
 	for _, a := range l.acks[p] {
-		if a.Before(from) {
+		if a.acked.Before(from) {
 			continue
 		}
-		if a.After(to) {
+		if a.acked.After(to) {
 			break
 		}
-		longest = max(longest, a.Sub(last))
-		last = a
+		longest = max(longest, a.acked.Sub(last))
+		last = a.acked
 	}
 	return max(longest, to.Sub(last))
 }

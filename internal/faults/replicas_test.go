@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stratalog/strata/internal/history"
@@ -16,19 +17,30 @@ import (
 	"github.com/stratalog/strata/tools"
 )
 
-// readReplica reads broker b's copy of partition p from its log dir (the
-// broker stopped): every batch of every segment, in offset order, straight
-// from the .log files (nothing is opened for writing), and the high
-// watermark in its replication-offset-checkpoint.
+// readReplica reads broker b's copy of partition p from its log dirs
+// (the broker stopped): every batch of every segment, in offset order,
+// straight from the .log files (nothing is opened for writing), and the
+// high watermark in the replication-offset-checkpoint of its dir.
 func readReplica(t testing.TB, b *broker, p int32) history.Replica {
 	t.Helper()
 	rep := history.Replica{Broker: b.id, Partition: p, Batches: []history.Batch{}}
-	hws, err := replica.ReadHighWatermarks(vfs.OS, b.dir)
-	if err != nil {
-		t.Errorf("broker %d: replication-offset-checkpoint: %v", b.id, err)
+	tp := replica.TopicPartition{Topic: topic, Partition: p}
+	var dir string
+	for _, d := range b.dirs() {
+		if _, err := os.Stat(filepath.Join(d, tp.String())); err == nil {
+			dir = d
+		}
 	}
-	rep.HighWatermark = hws[replica.TopicPartition{Topic: topic, Partition: p}]
-	dir := filepath.Join(b.dir, fmt.Sprintf("%s-%d", topic, p))
+	if dir == "" {
+		t.Errorf("broker %d: no %s in %v", b.id, tp, b.dirs())
+		return rep
+	}
+	hws, err := replica.ReadHighWatermarks(vfs.OS, dir)
+	if err != nil {
+		t.Errorf("broker %d: %s: replication-offset-checkpoint: %v", b.id, dir, err)
+	}
+	rep.HighWatermark = hws[tp]
+	dir = filepath.Join(dir, tp.String())
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Errorf("broker %d: %v", b.id, err)
@@ -69,13 +81,20 @@ func readReplica(t testing.TB, b *broker, p int32) history.Replica {
 	return rep
 }
 
-// verifyDir runs `strata verify` on broker b's log dir: it must find
-// nothing wrong.
-func verifyDir(t testing.TB, b *broker) {
-	t.Helper()
+// verify runs `strata verify` on broker b's log dirs and returns its exit
+// status and output.
+func verify(b *broker) (int, string) {
 	var out bytes.Buffer
-	if code := tools.Main([]string{"strata", "verify", b.dir}, &out, &out); code != 0 {
-		t.Errorf("strata verify %s (broker %d): exit status %d\n%s", b.dir, b.id, code, out.String())
+	code := tools.Main(append([]string{"strata", "verify"}, b.dirs()...), &out, &out)
+	return code, out.String()
+}
+
+// verifyDirs runs `strata verify` on broker b's log dirs: it must find
+// nothing wrong.
+func verifyDirs(t testing.TB, b *broker) {
+	t.Helper()
+	if code, out := verify(b); code != 0 {
+		t.Errorf("strata verify %v (broker %d): exit status %d\n%s", b.dirs(), b.id, code, out)
 	}
 }
 
@@ -131,8 +150,9 @@ func batchesBelow(bs []history.Batch, limit int64) []history.Batch {
 // ISRs, high watermarks at the log ends), the consumer drains, every
 // broker stops with SIGTERM; then every log dir passes `strata verify`,
 // the replicas agree batch by batch up to the high watermark, and the
-// history finds nothing wrong. It returns the history's report.
-func (c *cluster) finish(l *load) *history.Report {
+// history finds nothing wrong. It returns the history's report and the
+// replicas read.
+func (c *cluster) finish(l *load) (*history.Report, []history.Replica) {
 	c.t.Helper()
 	l.stopProducing()
 	c.settle()
@@ -145,12 +165,12 @@ func (c *cluster) finish(l *load) *history.Report {
 }
 
 // checkStopped is finish's checks on the stopped brokers' log dirs.
-func (c *cluster) checkStopped(h *history.History) *history.Report {
+func (c *cluster) checkStopped(h *history.History) (*history.Report, []history.Replica) {
 	t := c.t
 	t.Helper()
 	var reps []history.Replica
 	for _, b := range c.b {
-		verifyDir(t, b)
+		verifyDirs(t, b)
 		for p := int32(0); p < numParts; p++ {
 			reps = append(reps, readReplica(t, b, p))
 		}
@@ -165,5 +185,19 @@ func (c *cluster) checkStopped(h *history.History) *history.Report {
 		hws = append(hws, fmt.Sprintf("b%d/p%d=%d", r.Broker, r.Partition, r.HighWatermark))
 	}
 	t.Logf("history: %s; %d replica pairs, %d batch pairs compared; high watermarks %v", rep.Summary(), rep.ReplicasCheck, rep.BatchesCheck, hws)
-	return rep
+	return rep, reps
+}
+
+// valuesWithPrefix lists the values starting with prefix held by any
+// replica, with where.
+func valuesWithPrefix(reps []history.Replica, prefix string) []string {
+	var out []string
+	for _, r := range reps {
+		for _, rec := range r.Records {
+			if strings.HasPrefix(rec.Value, prefix) {
+				out = append(out, fmt.Sprintf("%q on broker %d at %d@%d", rec.Value, r.Broker, r.Partition, rec.Offset))
+			}
+		}
+	}
+	return out
 }
