@@ -38,9 +38,9 @@ type load struct {
 
 	mu       sync.Mutex
 	acks     [numParts][]ack // the acknowledgements, in order
-	errs     map[string]int        // producer errors by kind
-	readErrs map[string]int        // consumer fetch errors by kind
-	next     [numParts]int64       // the consumer's next offset per partition
+	errs     map[string]int  // producer errors by kind
+	readErrs map[string]int  // consumer fetch errors by kind
+	next     [numParts]int64 // the consumer's next offset per partition
 }
 
 // ack is one acknowledged send of the steady producer: when the send
