@@ -233,12 +233,16 @@ func (cl *clusterNode) controllerChanged() {
 	}
 }
 
-// controllerAddr is the controller's id and inter-broker address, from the
-// metadata cache (else the member's view of /controller).
+// controllerAddr is the controller's id and inter-broker address: the
+// member's view of /controller (else the metadata cache's, which a new
+// controller's first UpdateMetadata updates a little later).
 func (cl *clusterNode) controllerAddr() (int32, string, bool) {
-	id := cl.images.load().controllerID
-	if id < 0 && cl.mem != nil {
-		id = cl.mem.ControllerID()
+	id := int32(-1)
+	if m := cl.mem; m != nil {
+		id = m.ControllerID()
+	}
+	if id < 0 {
+		id = cl.images.load().controllerID
 	}
 	if id < 0 {
 		return -1, "", false

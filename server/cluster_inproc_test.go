@@ -329,3 +329,98 @@ func TestClusterGroupCoordinatorMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOffsetsTopicReplication: __consumer_offsets is created with
+// offsets.topic.replication.factor replicas once that many brokers live:
+// with one broker of a factor 2 FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE (as Kafka's "does not meet the required
+// replication factor"), once the second broker is up the topic is created
+// with 2 replicas per partition and the group is coordinated.
+func TestClusterOffsetsTopicReplication(t *testing.T) {
+	_, connect := testZK(t)
+	b1 := startClusterBroker(t, connect, 1, t.TempDir(), "offsets.topic.replication.factor=2", "offsets.topic.num.partitions=3")
+	waitFor(t, 30*time.Second, "broker 1 to see itself and a controller", func() bool {
+		im := b1.cl.images.load()
+		return len(im.brokers) == 1 && im.controllerID == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, []string{b1.Addr().String()}, kgo.RetryTimeout(time.Second)))
+	if co := adm.FindGroupCoordinators(ctx, "g"); !errors.Is(co["g"].Err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("FindCoordinator with 1 of 2 brokers: %+v", co["g"])
+	}
+	if _, ok := b1.cl.images.load().topics[OffsetsTopic]; ok {
+		t.Fatal("the offsets topic was created with too few brokers")
+	}
+	startClusterBroker(t, connect, 2, t.TempDir(), "offsets.topic.replication.factor=2", "offsets.topic.num.partitions=3")
+	waitFor(t, 30*time.Second, "the group coordinated", func() bool {
+		co := adm.FindGroupCoordinators(ctx, "g")
+		return co["g"].Err == nil && co["g"].NodeID >= 1
+	})
+	for _, mp := range b1.cl.images.load().topics[OffsetsTopic].parts {
+		if len(mp.replicas) != 2 {
+			t.Fatalf("offsets partition replicas %v, want 2", mp.replicas)
+		}
+	}
+	// A produce to a topic nobody created: Metadata auto-creates it with
+	// default.replication.factor and the record lands once it is led.
+	cl := clusterClient(t, []string{b1.Addr().String()}, kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to an auto-created topic: %v", err)
+	}
+}
+
+// TestClusterZooKeeperOutage: with ZooKeeper stopped, the brokers keep
+// serving what they lead (acks=all produce and consume go on: replication
+// does not go through ZooKeeper); once it is back within the session
+// timeout the sessions resume and the controller works again (a topic can
+// be created).
+func TestClusterZooKeeperOutage(t *testing.T) {
+	zs, connect := testZK(t)
+	c := &inprocCluster{t: t, connect: connect}
+	for id := int32(1); id <= 3; id++ {
+		dir := t.TempDir()
+		c.dirs = append(c.dirs, dir)
+		c.brokers = append(c.brokers, startClusterBroker(t, connect, id, dir, "zookeeper.session.timeout.ms=20000",
+			"replica.lag.time.max.ms=20000", "replica.fetch.wait.max.ms=200", "offsets.topic.num.partitions=5"))
+	}
+	waitFor(t, 60*time.Second, "every broker live and a controller", func() bool {
+		md := metadataOf(t, c.addrs(), "")
+		return len(md.Brokers) == 3 && md.ControllerID >= 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	if res, err := adm.CreateTopic(ctx, 1, 3, nil, "outage"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("outage", 1, 3)
+	prod := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	send := func(v string) {
+		t.Helper()
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "outage", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	send("before")
+	zs.Stop()
+	for i := range 50 {
+		send(fmt.Sprintf("during-%d", i))
+	}
+	got := 0
+	cons := clusterClient(t, c.addrs(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"outage": {0: kgo.NewOffset().AtStart()}}))
+	for got < 51 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 51 records with ZooKeeper down", got)
+		}
+		got += len(fs.Records())
+	}
+	zs.Restart()
+	waitFor(t, 60*time.Second, "a topic created once ZooKeeper is back", func() bool {
+		res, err := adm.CreateTopic(ctx, 1, 3, nil, "after-outage")
+		return err == nil && (res.Err == nil || errors.Is(res.Err, kerr.TopicAlreadyExists))
+	})
+	c.waitLed("after-outage", 1, 3)
+	send("after")
+}
