@@ -176,6 +176,7 @@ func (c *cluster) checkStopped(h *history.History) (*history.Report, []history.R
 		}
 	}
 	checkSettledReplicas(t, reps)
+	c.checkRefusals()
 	rep := h.Check(reps)
 	if err := rep.Err(); err != nil {
 		t.Errorf("%v", err)
@@ -200,4 +201,28 @@ func valuesWithPrefix(reps []history.Replica, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// maxIneligibleRefusals bounds the ISR expansions the controller may refuse
+// for an ineligible replica in one scenario: a leader proposes only
+// followers its metadata cache lists alive (replica.Config.IsrEligible), so
+// a refusal needs the leader's cache and the controller to disagree for a
+// moment; before that check, every fetch of a healed follower the
+// controller did not know again drew a refused proposal (thousands a
+// second).
+const maxIneligibleRefusals = 20
+
+// checkRefusals counts the ISR changes the brokers logged as refused for an
+// ineligible replica.
+func (c *cluster) checkRefusals() {
+	c.t.Helper()
+	n := 0
+	for _, b := range c.b {
+		n += b.logCount("ISR change refused: ineligible replica")
+	}
+	if n > maxIneligibleRefusals {
+		c.t.Errorf("%d ISR changes refused for an ineligible replica (at most %d expected): leaders propose followers the controller does not count online", n, maxIneligibleRefusals)
+	} else if n > 0 {
+		c.t.Logf("%d ISR changes refused for an ineligible replica", n)
+	}
 }
