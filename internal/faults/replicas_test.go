@@ -176,7 +176,7 @@ func (c *cluster) checkStopped(h *history.History) (*history.Report, []history.R
 		}
 	}
 	checkSettledReplicas(t, reps)
-	c.checkRefusals()
+	c.checkLogs()
 	rep := h.Check(reps)
 	if err := rep.Err(); err != nil {
 		t.Errorf("%v", err)
@@ -212,13 +212,18 @@ func valuesWithPrefix(reps []history.Replica, prefix string) []string {
 // second).
 const maxIneligibleRefusals = 20
 
-// checkRefusals counts the ISR changes the brokers logged as refused for an
-// ineligible replica.
-func (c *cluster) checkRefusals() {
+// checkLogs checks what the brokers logged: no replica truncated below its
+// high watermark (with unclean election off a committed record is never
+// cut: KIP-101; the replica package warns "truncating below the high
+// watermark"), and few ISR changes refused for an ineligible replica.
+func (c *cluster) checkLogs() {
 	c.t.Helper()
 	n := 0
 	for _, b := range c.b {
 		n += b.logCount("ISR change refused: ineligible replica")
+		if k := b.logCount(`msg="truncating below the high watermark"`); k > 0 {
+			c.t.Errorf("broker %d truncated below its high watermark %d times", b.id, k)
+		}
 	}
 	if n > maxIneligibleRefusals {
 		c.t.Errorf("%d ISR changes refused for an ineligible replica (at most %d expected): leaders propose followers the controller does not count online", n, maxIneligibleRefusals)
