@@ -27,14 +27,14 @@ import (
 
 // Proxy forwards TCP connections from Addr to a target.
 type Proxy struct {
-	ln     net.Listener
-	target string
+	ln net.Listener
 
 	// source labels an accepted connection (NewSourced); nil: every label
 	// is "".
 	source func(net.Conn) string
 
 	mu         sync.Mutex
+	target     string
 	blocked    bool
 	refuse     bool            // close new connections at once (Refuse)
 	srcBlocked map[string]bool // labels black-holed (BlockSource)
@@ -66,6 +66,14 @@ func NewSourced(target string, source func(net.Conn) string) (*Proxy, error) {
 
 // Addr is the address clients dial.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// SetTarget sends the connections accepted from now on to target (a server
+// that came back on another port); open connections keep theirs.
+func (p *Proxy) SetTarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+}
 
 // Block stops forwarding in both directions on every connection, old and new.
 func (p *Proxy) Block() {
@@ -227,7 +235,10 @@ func (p *Proxy) serve(c net.Conn) {
 	if !p.gate(label) {
 		return
 	}
-	t, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	t, err := net.Dial("tcp", target)
 	if err != nil {
 		return
 	}

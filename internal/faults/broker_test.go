@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,21 +57,21 @@ const (
 
 // broker is one broker of a fault test's cluster, run in a child process.
 type broker struct {
-	c        *cluster
-	id       int32
-	dir      string // log.dirs (comma-separated)
+	c       *cluster
+	id      int32
+	dir     string // log.dirs (comma-separated)
+	ib      *faultproxy.Proxy
+	zk      *faultproxy.Proxy // its zookeeper.connect
+	logPath string
+	extra   []string
+
+	mu       sync.Mutex
 	client   string // CLIENT listener: clients dial it directly
 	internal string // INTERNAL listener, bound here; advertised at ib's address
-	ib       *faultproxy.Proxy
-	zk       *faultproxy.Proxy // its zookeeper.connect
-	logPath  string
-	ov       []string
-
-	mu     sync.Mutex
-	state  brokerState
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when cmd exited
-	starts int
+	state    brokerState
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when cmd exited
+	bindErrs int           // "address already in use" lines logged before the last launch
 }
 
 // dirs are the broker's log dirs.
@@ -94,7 +95,7 @@ func freeAddr(t testing.TB) string {
 // newBroker lays out broker id: its ports, its proxies, its overrides.
 func (c *cluster) newBroker(id int32, dir string, extra ...string) *broker {
 	t := c.t
-	b := &broker{c: c, id: id, dir: dir, client: freeAddr(t), internal: freeAddr(t),
+	b := &broker{c: c, id: id, dir: dir, client: freeAddr(t), internal: freeAddr(t), extra: extra,
 		logPath: filepath.Join(c.base, fmt.Sprintf("broker-%d.log", id))}
 	var err error
 	if b.ib, err = faultproxy.NewSourced(b.internal, c.sourceOf); err != nil {
@@ -104,9 +105,34 @@ func (c *cluster) newBroker(id int32, dir string, extra ...string) *broker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.ib.Close(); b.zk.Close() })
-	b.ov = append([]string{
-		"broker.id=" + strconv.Itoa(int(id)),
-		"log.dirs=" + dir,
+	t.Cleanup(func() {
+		b.kill()
+		if t.Failed() {
+			b.logTail(60)
+		}
+		if keep := os.Getenv("STRATA_FAULTS_LOGDIR"); keep != "" {
+			if data, err := os.ReadFile(b.logPath); err == nil {
+				name := strings.ReplaceAll(t.Name(), "/", "_") + fmt.Sprintf("-broker-%d.log", id)
+				_ = os.WriteFile(filepath.Join(keep, name), data, 0o644)
+			}
+		}
+	})
+	return b
+}
+
+// clientAddr is the broker's client listener.
+func (b *broker) clientAddr() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.client
+}
+
+// overrides are the broker's --override values (mu held).
+func (b *broker) overrides() []string {
+	c := b.c
+	return append([]string{
+		"broker.id=" + strconv.Itoa(int(b.id)),
+		"log.dirs=" + b.dir,
 		"listeners=CLIENT://" + b.client + ",INTERNAL://" + b.internal,
 		"advertised.listeners=CLIENT://" + b.client + ",INTERNAL://" + b.ib.Addr(),
 		"listener.security.protocol.map=CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT",
@@ -122,20 +148,20 @@ func (c *cluster) newBroker(id int32, dir string, extra ...string) *broker {
 		"unclean.leader.election.enable=false",
 		"log.segment.bytes=1048576",
 		"group.initial.rebalance.delay.ms=0",
-	}, extra...)
-	t.Cleanup(func() {
-		b.kill()
-		if t.Failed() {
-			b.logTail(60)
-		}
-		if keep := os.Getenv("STRATA_FAULTS_LOGDIR"); keep != "" {
-			if data, err := os.ReadFile(b.logPath); err == nil {
-				name := strings.ReplaceAll(t.Name(), "/", "_") + fmt.Sprintf("-broker-%d.log", id)
-				_ = os.WriteFile(filepath.Join(keep, name), data, 0o644)
-			}
-		}
-	})
-	return b
+	}, b.extra...)
+}
+
+// newPorts gives the broker other listener ports, after another process
+// took one of its own between the reservation and the bind (the machine
+// is shared); the INTERNAL proxy follows.
+func (b *broker) newPorts() {
+	t := b.c.t
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.client
+	b.client, b.internal = freeAddr(t), freeAddr(t)
+	b.ib.SetTarget(b.internal)
+	t.Logf("broker %d: a listener port was taken; client listener %s now %s", b.id, old, b.client)
 }
 
 // logTail logs the last n lines of the broker's log.
@@ -159,47 +185,84 @@ func (b *broker) launch() {
 		t.Fatalf("broker %d started twice", b.id)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBroker$", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), envBroker+"="+strings.Join(b.ov, "\n"), envLog+"="+b.logPath)
+	cmd.Env = append(os.Environ(), envBroker+"="+strings.Join(b.overrides(), "\n"), envLog+"="+b.logPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	b.c.setPID(cmd.Process.Pid, b.id)
+	b.bindErrs = b.logCount(bindInUse)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	b.cmd, b.done, b.state = cmd, done, running
-	b.starts++
 }
 
+// bindInUse is what the broker logs when a listener port is taken.
+const bindInUse = "bind: address already in use"
+
 // waitListening waits until the broker accepts connections on its client
-// listener (it binds its listeners after joining the cluster).
-func (b *broker) waitListening() {
+// listener (it binds its listeners after joining the cluster); false when
+// it exited at start because a listener port was taken.
+func (b *broker) waitListening() bool {
 	t := b.c.t
 	t.Helper()
 	b.mu.Lock()
-	done := b.done
+	done, addr, before := b.done, b.client, b.bindErrs
 	b.mu.Unlock()
+	taken := false
 	waitFor(t, startTimeout, fmt.Sprintf("broker %d listening", b.id), func() (bool, string) {
 		select {
 		case <-done:
+			b.mu.Lock()
+			b.state = down
+			b.mu.Unlock()
+			if b.logCount(bindInUse) > before {
+				taken = true
+				return true, ""
+			}
 			b.logTail(30)
 			t.Fatalf("broker %d exited at start", b.id)
 		default:
 		}
-		nc, err := net.DialTimeout("tcp", b.client, time.Second)
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return false, err.Error()
 		}
 		nc.Close()
 		return true, ""
 	})
+	return !taken
 }
 
-// start launches the broker and waits until it listens.
+// start waits until the broker's previous registration is gone (a broker
+// killed with SIGKILL holds /brokers/ids/N until its session expires, and
+// a broker whose id is registered by another session refuses to start, as
+// Kafka's does), then launches it and waits until it listens.
 func (b *broker) start() {
-	b.c.t.Helper()
-	b.launch()
-	b.waitListening()
+	t := b.c.t
+	t.Helper()
+	b.c.waitFor(faultTimeout, fmt.Sprintf("broker %d's previous registration gone", b.id), func() (bool, string) {
+		ids, err := b.c.registered()
+		return err == nil && !slices.Contains(ids, b.id), fmt.Sprintf("registered %v %v", ids, err)
+	})
+	b.launchListening()
+}
+
+// launchListening launches the broker and waits until it listens, with
+// new ports when another process took one (three tries).
+func (b *broker) launchListening() {
+	t := b.c.t
+	t.Helper()
+	for try := 0; ; try++ {
+		b.launch()
+		if b.waitListening() {
+			return
+		}
+		if try == 2 {
+			t.Fatalf("broker %d: listener ports taken three times", b.id)
+		}
+		b.newPorts()
+	}
 }
 
 // kill is SIGKILL; it waits for the process to be gone.

@@ -90,7 +90,10 @@ func newCluster(t *testing.T, zs *zktest.Server, o clusterOpts) *cluster {
 		b.launch()
 	}
 	for _, b := range c.b {
-		b.waitListening()
+		if !b.waitListening() {
+			b.newPorts()
+			b.launchListening()
+		}
 	}
 	c.waitLive("every broker registered and known live by the controller")
 	return c
@@ -155,7 +158,7 @@ func (c *cluster) sourceOf(conn net.Conn) string {
 func (c *cluster) clientAddrs() []string {
 	var out []string
 	for _, b := range c.b {
-		out = append(out, b.client)
+		out = append(out, b.clientAddr())
 	}
 	return out
 }
@@ -235,7 +238,7 @@ func (c *cluster) viewOf(b *broker) (view, error) {
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp, err := request(ctx, b.client, req)
+	resp, err := request(ctx, b.clientAddr(), req)
 	if err != nil {
 		return view{}, err
 	}
@@ -372,7 +375,7 @@ func (c *cluster) offsets(leader int32, p int32) (hw, leo int64, err error) {
 		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := request(ctx, c.broker(leader).client, req)
+		resp, err := request(ctx, c.broker(leader).clientAddr(), req)
 		if err != nil {
 			return -1, err
 		}

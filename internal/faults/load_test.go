@@ -325,7 +325,7 @@ func (l *load) probe(b *broker, p int32, acks int16, value string, timeout time.
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
 	defer cancel()
-	resp, err := request(ctx, b.client, req)
+	resp, err := request(ctx, b.clientAddr(), req)
 	if err != nil {
 		l.h.Fail(value, false)
 		return -1, err
