@@ -224,11 +224,11 @@ func (l *load) ackedWithin(from, to time.Time) int {
 
 // longestGap is the longest time partition p went without an
 // acknowledgement between from and to (the producer sends one record at a
-// time, so this is its longest stall).
-func (l *load) longestGap(p int32, from, to time.Time) time.Duration {
+// time, so this is its longest stall), and when that gap began.
+func (l *load) longestGap(p int32, from, to time.Time) (time.Duration, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	last, longest := from, time.Duration(0)
+	last, longest, began := from, time.Duration(0), from
 	for _, a := range l.acks[p] {
 		if a.acked.Before(from) {
 			continue
@@ -236,10 +236,15 @@ func (l *load) longestGap(p int32, from, to time.Time) time.Duration {
 		if a.acked.After(to) {
 			break
 		}
-		longest = max(longest, a.acked.Sub(last))
+		if d := a.acked.Sub(last); d > longest {
+			longest, began = d, last
+		}
 		last = a.acked
 	}
-	return max(longest, to.Sub(last))
+	if d := to.Sub(last); d > longest {
+		longest, began = d, last
+	}
+	return longest, began
 }
 
 func (l *load) errors() string {
