@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -92,4 +93,8 @@ func allLed(t testing.TB, admin *cluster.Admin, topic string, partitions int, li
 		}
 	}
 	return true
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
 }

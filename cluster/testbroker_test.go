@@ -28,7 +28,7 @@ type testBroker struct {
 	mu       sync.Mutex
 	reqs     []kmsg.Request
 	maxEpoch int32
-	stale    int
+	stale    int // requests refused for a stale controller epoch
 	live     int // live brokers in the last UpdateMetadata
 	parts    map[cluster.TopicPartition]brokerPart
 	changed  chan struct{} // closed and replaced at every change
@@ -161,14 +161,20 @@ func decodeRequest(buf []byte) (kmsg.Request, int32, error) {
 
 func (b *testBroker) handle(req kmsg.Request) kmsg.Response {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.reqs = append(b.reqs, req)
-	defer b.notify()
-	if b.answer != nil {
-		if r := b.answer(req); r != nil {
+	answer := b.answer
+	b.mu.Unlock()
+	if answer != nil { // outside the lock: it may block
+		if r := answer(req); r != nil {
+			b.mu.Lock()
+			b.notify()
+			b.mu.Unlock()
 			return r
 		}
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer b.notify()
 	switch r := req.(type) {
 	case *kmsg.LeaderAndISRRequest:
 		resp := kmsg.NewPtrLeaderAndISRResponse()
@@ -256,12 +262,6 @@ func (b *testBroker) state() (map[cluster.TopicPartition]brokerPart, int32, <-ch
 		m[k] = v
 	}
 	return m, b.maxEpoch, b.changed
-}
-
-func (b *testBroker) staleCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.stale
 }
 
 func (b *testBroker) liveBrokers() int {

@@ -37,11 +37,12 @@ var (
 	// ErrClosed is returned by operations on a closed index.
 	ErrClosed = errors.New("index: index is closed")
 	// ErrMappedWrite is returned by Append when writing the entry through
-	// the mapping faulted: a page of the sparse preallocated file the
-	// filesystem could not back (the disk is full: tmpfs and ext4 answer
-	// the page fault with SIGBUS) or a file cut behind the index's back.
-	// The entry is not added; the caller treats it as an I/O error.
-	ErrMappedWrite = errors.New("index: fault writing through the mapping")
+	// the mapping failed: the page faulted (a hole of the sparse
+	// preallocated file the filesystem could not back because the disk is
+	// full, tmpfs and ext4 answer with SIGBUS, or a file cut behind the
+	// index's back), or an injected file refused it (vfs.OpMapWrite). The
+	// entry is not published; the caller treats it as an I/O error.
+	ErrMappedWrite = errors.New("index: write through the mapping failed")
 )
 
 // CorruptionError says where an index is corrupt. It unwraps to ErrCorruptIndex.

@@ -14,9 +14,9 @@ import (
 // TestAppendDiskFull: on a full disk (a small tmpfs filled up), an append
 // whose log bytes fit in the last page but whose index entry lands on a
 // hole page of the sparse index file is an error, not a SIGBUS that kills
-// the process (the fault the broker met in the fault tests' disk-full
-// scenario); with the space back, the log takes appends again and holds
-// exactly the appends that succeeded. Needs root to mount the tmpfs:
+// the process; the log goes offline (later appends refused), and once the
+// space is back it opens again and holds exactly the appends that
+// succeeded. Needs root to mount the tmpfs:
 // skipped otherwise, failed under CI=true.
 func TestAppendDiskFull(t *testing.T) {
 	dir := t.TempDir()
@@ -58,8 +58,17 @@ func TestAppendDiskFull(t *testing.T) {
 	if _, err := l.Append(one("second")); !errors.Is(err, index.ErrMappedWrite) {
 		t.Fatalf("append on a full disk: %v, want index.ErrMappedWrite", err)
 	}
+	// The log is offline after the I/O error (the dir's Health); with the
+	// space back, it opens again (recovery) and takes appends.
+	if _, err := l.Append(one("refused")); !errors.Is(err, ErrOffline) {
+		t.Fatalf("append after the failed one: %v, want ErrOffline", err)
+	}
+	_ = l.Close()
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
+	}
+	if l, err = Open(filepath.Join(dir, "t-0"), &Options{IndexIntervalBytes: 1}); err != nil {
+		t.Fatalf("reopen with the space back: %v", err)
 	}
 	if _, err := l.Append(one("third")); err != nil {
 		t.Fatalf("append after the space came back: %v", err)

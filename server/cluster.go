@@ -91,7 +91,7 @@ func (s *Server) startCluster() error {
 	if err := s.topics.makeLogDirs(); err != nil {
 		return fail(err)
 	}
-	if cl.meta, err = readClusterMeta(cfg.LogDirs); err != nil {
+	if cl.meta, err = readClusterMeta(s.topics.fs, cfg.LogDirs); err != nil {
 		return fail(err)
 	}
 	if err := cl.resolveBrokerID(); err != nil {
@@ -178,7 +178,7 @@ func (cl *clusterNode) join() error {
 	cl.mem = mem
 	rm.SetBrokerEpoch(mem.BrokerEpoch())
 	if len(cl.meta.missing) > 0 {
-		if err := writeClusterMeta(cl.meta.missing, cl.clusterID, cl.id); err != nil {
+		if err := writeClusterMeta(cl.s.topics.fs, cl.meta.missing, cl.clusterID, cl.id); err != nil {
 			return err
 		}
 	}

@@ -71,10 +71,15 @@ func producerOpts(boot string) []kgo.Opt {
 
 // createBenchTopic creates a one-partition topic (an existing one is fine)
 // and waits until its leader is known.
-func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string, cfg benchBrokerConfig, latency bool) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
+	for _, kv := range cfg.topicConfigs(latency) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		rt.Configs = append(rt.Configs, c)
+	}
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 10_000
 	resp, err := req.RequestWith(ctx, cl)
@@ -120,7 +125,7 @@ func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 		return 0, err
 	}
 	defer cl.Close()
-	if err := createBenchTopic(ctx, cl, topic); err != nil {
+	if err := createBenchTopic(ctx, cl, topic, cfg, false); err != nil {
 		return 0, err
 	}
 	val := make([]byte, cfg.recordSize)
@@ -232,7 +237,7 @@ func benchLatency(cfg benchBrokerConfig, boot, topic string) ([]time.Duration, e
 		return nil, err
 	}
 	defer prod.Close()
-	if err := createBenchTopic(ctx, prod, topic); err != nil {
+	if err := createBenchTopic(ctx, prod, topic, cfg, true); err != nil {
 		return nil, err
 	}
 	cons, err := kgo.NewClient(

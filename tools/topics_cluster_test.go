@@ -63,15 +63,18 @@ func TestTopicsAgainstCluster(t *testing.T) {
 	}
 	var m []string
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		out := mustTopics(t, ExitOK, addr, "--describe", "--topic", "my-replicated-topic").stdout
-		if m = clusterPartitionLine.FindStringSubmatch(out); m != nil && len(strings.Split(m[3], ",")) == 3 {
+		// The broker asked may hear of the topic a little after the
+		// controller that created it.
+		r := runTopicsCmd(t, addr, "--describe", "--topic", "my-replicated-topic")
+		out := r.stdout
+		if m = clusterPartitionLine.FindStringSubmatch(out); r.code == ExitOK && m != nil && len(strings.Split(m[3], ",")) == 3 {
 			if !strings.Contains(out, "PartitionCount: 1\tReplicationFactor: 3") {
 				t.Fatalf("describe: %q", out)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("describe never showed a full ISR: %q", out)
+			t.Fatalf("describe never showed a full ISR: exit %d %q %s", r.code, out, r.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
