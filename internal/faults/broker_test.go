@@ -277,15 +277,25 @@ func (b *broker) kill() {
 	b.state = down
 }
 
-// term is SIGTERM (controlled shutdown) and waits for the exit; it returns
-// how long the broker took to stop.
+// term is SIGTERM (controlled shutdown) and waits for the exit, which
+// must be clean (status 0); it returns how long the broker took to stop.
 func (b *broker) term() time.Duration {
+	b.c.t.Helper()
+	took, code := b.termExit()
+	if code != 0 {
+		b.c.t.Errorf("broker %d exited with status %d after SIGTERM", b.id, code)
+	}
+	return took
+}
+
+// termExit is term without judging the exit status, which it returns.
+func (b *broker) termExit() (time.Duration, int) {
 	t := b.c.t
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state == down {
-		return 0
+		return 0, 0
 	}
 	if b.state == paused {
 		_ = b.cmd.Process.Signal(syscall.SIGCONT)
@@ -298,10 +308,7 @@ func (b *broker) term() time.Duration {
 		t.Fatalf("broker %d did not stop within %v of SIGTERM", b.id, stopTimeout)
 	}
 	b.state = down
-	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("broker %d exited with status %d after SIGTERM", b.id, code)
-	}
-	return time.Since(start)
+	return time.Since(start), b.cmd.ProcessState.ExitCode()
 }
 
 // pause is SIGSTOP; cont is SIGCONT.
