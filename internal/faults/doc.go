@@ -39,8 +39,12 @@
 // same batches (offsets, leader epoch, CRC) up to the partition's high
 // watermark; and history.Check finds no acknowledged record lost or moved,
 // no read taken back, no value never sent, no definitely failed value
-// written, no reader going back. Duplicates (retries) and unknown
-// outcomes are counted and logged.
+// written, no reader going back. No broker may log a truncation below its
+// high watermark, nor more than a few ISR changes the controller refused
+// for an ineligible replica. Duplicates (retries) and unknown outcomes are
+// counted and logged. A broker killed with SIGKILL is restarted once its
+// registration is gone (its session expired), as Kafka's system test
+// waits: a broker refuses to start while its id is registered.
 //
 // # Timeouts
 //
@@ -66,9 +70,12 @@
 //   - expire-sessions: the ZooKeeper session of the controller, then of a
 //     leader, expires (its ZooKeeper proxy black-holed past the session
 //     timeout), then heals.
-//   - disk-full: a follower's log dir is a small tmpfs that fills up: it
-//     leaves the ISR and the partitions keep taking writes (skipped where
-//     mounting a tmpfs is not allowed, failed under CI=true).
+//   - disk-full: a follower's first log dir is a small tmpfs that fills
+//     up: the dir goes offline (Kafka's log dir failure model), the
+//     controller lists its replicas there as offline and out of the ISRs,
+//     the replica in its other dir stays in sync, the partitions keep
+//     taking writes (skipped where mounting a tmpfs is not allowed, failed
+//     under CI=true).
 //   - rolling-restart: SIGTERM (controlled shutdown) and restart of each
 //     broker in turn; the longest produce stall is logged.
 //   - two-down: two of three brokers down: acks=all gets
