@@ -15,7 +15,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   ?= -X github.com/stratalog/strata/tools.version=$(VERSION) -X github.com/stratalog/strata/tools.commit=$(COMMIT)
 
-.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps cluster
+.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps cluster soak soak-faults
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o strata .
@@ -53,6 +53,18 @@ staticcheck:
 # a failure with -shuffle=SEED) under the race detector.
 unit:
 	$(GO) test -race -count=1 -shuffle=on -timeout 20m -skip '^TestCrashConsistency$$' $(PKGS)
+
+# soak runs the long versions of the tests that have one; each adds itself
+# as a prerequisite.
+soak: soak-faults
+
+# soak-faults runs the fault scenarios of internal/faults (real ZooKeeper,
+# three broker processes; `make test` runs each fault once) with
+# FAULT_ROUNDS faults per scenario, verbosely: the measurements (failover
+# after SIGKILL, stalls under SIGTERM) are printed at the end.
+FAULT_ROUNDS ?= 5
+soak-faults:
+	@set -o pipefail; STRATA_FAULTS_ROUNDS=$(FAULT_ROUNDS) $(GO) test -race -count=1 -timeout 0 -run '^TestFaults$$' -v ./internal/faults/ | grep -v '^=== RUN'
 
 # crash runs the crash-consistency harness verbosely so its count of explored
 # crash states shows in the output.

@@ -42,7 +42,11 @@
 // unchanged); touching a page wholly past EOF would fault, but the index only reads
 // slots below the entry count and writes the next slot, and those always lie inside
 // the file: Trim never cuts below the entries, and Append grows a trimmed file back
-// with ftruncate before writing. The mapping is never replaced while the index is
+// with ftruncate before writing. The write of a new slot can still fault: the
+// file is sparse, and a full disk (tmpfs, ext4) answers the first write to a hole
+// page with SIGBUS, as does a file cut behind the index's back; Append copies the
+// entry in with debug.SetPanicOnFault and returns ErrMappedWrite, without adding
+// the entry, instead of crashing the process. The mapping is never replaced while the index is
 // open (Resize changes only the file length and refuses to go past the mapped
 // length), so readers need no lock; it is unmapped in Close.
 //

@@ -36,9 +36,12 @@ var (
 	ErrReadOnly = errors.New("index: index is read-only")
 	// ErrClosed is returned by operations on a closed index.
 	ErrClosed = errors.New("index: index is closed")
-	// ErrMappedWrite is returned by Append when the file refused an entry
-	// written through its mapping (vfs.OpMapWrite of an injected file): the
-	// entry is not published.
+	// ErrMappedWrite is returned by Append when writing the entry through
+	// the mapping failed: the page faulted (a hole of the sparse
+	// preallocated file the filesystem could not back because the disk is
+	// full, tmpfs and ext4 answer with SIGBUS, or a file cut behind the
+	// index's back), or an injected file refused it (vfs.OpMapWrite). The
+	// entry is not published; the caller treats it as an I/O error.
 	ErrMappedWrite = errors.New("index: write through the mapping failed")
 )
 

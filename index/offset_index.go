@@ -159,13 +159,10 @@ func (ix *OffsetIndex) Append(offset int64, position int32) error {
 	if position < 0 {
 		return fmt.Errorf("%w: %s: negative position %d", ErrInvalidPosition, s.path, position)
 	}
-	e, err := s.slot(n)
-	if err != nil {
-		return err
-	}
-	binary.BigEndian.PutUint32(e, uint32(offset-ix.base))
+	var e [OffsetEntrySize]byte
+	binary.BigEndian.PutUint32(e[:], uint32(offset-ix.base))
 	binary.BigEndian.PutUint32(e[4:], uint32(position))
-	return s.commit(n, e)
+	return s.put(n, e[:])
 }
 
 // TruncateTo removes every entry whose offset is >= offset (Kafka's truncateTo).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/edsrzf/mmap-go"
@@ -195,6 +196,41 @@ func (s *store) slot(i int64) ([]byte, error) {
 		b = nb
 	}
 	return b[i*s.es : end], nil
+}
+
+// put writes entry e into slot i and commits it. Through the mapping the
+// copy may fault (a hole of the sparse file the filesystem cannot back
+// because the disk is full, or a file cut behind our back): the fault
+// becomes ErrMappedWrite (debug.SetPanicOnFault), not a crash of the
+// process, and the slot is not committed.
+func (s *store) put(i int64, e []byte) error {
+	dst, err := s.slot(i)
+	if err != nil {
+		return err
+	}
+	if s.mm == nil {
+		copy(dst, e)
+	} else if err := copyMapped(dst, e); err != nil {
+		return fmt.Errorf("%w: %s entry %d: %v", ErrMappedWrite, s.path, i, err)
+	}
+	return s.commit(i, dst)
+}
+
+// copyMapped copies src into the mapped dst, turning a fault into an error.
+func copyMapped(dst, src []byte) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if f, ok := r.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("memory fault at %#x", f.Addr())
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	copy(dst, src)
+	return nil
 }
 
 // commit writes slot i through to the file (fallback) and publishes it. A

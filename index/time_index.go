@@ -150,13 +150,10 @@ func (ix *TimeIndex) append(timestamp, offset int64) error {
 	if offset-ix.base > math.MaxInt32 {
 		return fmt.Errorf("%w: %s: offset %d, base offset %d", ErrOffsetOverflow, s.path, offset, ix.base)
 	}
-	e, err := s.slot(n)
-	if err != nil {
-		return err
-	}
-	binary.BigEndian.PutUint64(e, uint64(timestamp))
+	var e [TimeEntrySize]byte
+	binary.BigEndian.PutUint64(e[:], uint64(timestamp))
 	binary.BigEndian.PutUint32(e[8:], uint32(offset-ix.base))
-	return s.commit(n, e)
+	return s.put(n, e[:])
 }
 
 // TruncateTo removes every entry whose offset is >= offset. Same rules as

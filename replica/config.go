@@ -88,6 +88,17 @@ type Config struct {
 	// power loss the cut tail, which may come back, is scanned again. It runs
 	// with the partition's locks held: it must not call the Partition.
 	OnTruncate func(tp TopicPartition, l *segment.Log)
+	// IsrEligible, if set, tells whether a broker may be added to an ISR:
+	// a leader proposes a caught-up follower only when it says yes (Kafka
+	// 3.3's isReplicaIsrEligible, KIP-841: in ZooKeeper mode, a broker the
+	// metadata cache lists as alive). The controller refuses a broker it
+	// does not count as online (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED)
+	// and every fetch of the follower would propose it again: a healed
+	// broker fetching before its new registration reached the controller
+	// drew thousands of refused AlterPartitions a second. It runs with the
+	// partition's lock held: it must be quick and not call the Partition.
+	// nil: every broker is eligible.
+	IsrEligible func(brokerID int32) bool
 	// Logger receives what replication does (default: discard).
 	Logger *slog.Logger
 }

@@ -107,7 +107,10 @@
 // the leader had at the follower's previous fetch makes it caught up as of
 // that fetch. A follower not caught up for replica.lag.time.max.ms leaves
 // the ISR; an out-of-ISR follower whose log end offset reaches the high
-// watermark (and the start of the current leader epoch, KAFKA-7128) rejoins.
+// watermark (and the start of the current leader epoch, KAFKA-7128) rejoins,
+// if the broker counts it eligible (Config.IsrEligible: alive in its
+// metadata cache, KIP-841), so a follower the controller would refuse is not
+// proposed at every fetch.
 // ISR changes are proposed to the controller with AlterPartition, one in
 // flight per partition; while one is pending the leader counts the larger of
 // the two sets (Kafka's maximal ISR). The controller's answer is applied as

@@ -148,8 +148,9 @@ func (p *Partition) fetchFailed(leader int32, req *kmsg.FetchRequestTopicPartiti
 
 // handleFetchData applies the leader's answer for this partition (Kafka's
 // processFetchRequest and ReplicaFetcherThread.processPartitionData):
-// batches appended as they are, high watermark min(leader's, log end),
-// log start offset raised to the leader's, truncation on a diverging epoch;
+// a diverging epoch truncates and nothing else of the answer is applied;
+// otherwise batches appended as they are, high watermark min(leader's, log
+// end), log start offset raised to the leader's;
 // OFFSET_OUT_OF_RANGE asks the leader's offsets, FENCED_LEADER_EPOCH waits
 // for LeaderAndIsr, other errors back off. Bad batches are ErrInvalidRecords
 // (nothing appended; retried after the backoff); a storage error stops the
@@ -177,6 +178,12 @@ func (p *Partition) handleFetchData(leader int32, req *kmsg.FetchRequestTopicPar
 		p.backoff(now)
 		return nil
 	}
+	if d := resp.DivergingEpoch; d.EndOffset >= 0 {
+		// Truncation only (Kafka's processFetchRequest): the high
+		// watermark and log start in this answer are the leader's and say
+		// nothing of the tail about to be cut; the next fetch brings them.
+		return p.truncateOnDivergence(d.Epoch, d.EndOffset)
+	}
 	if len(resp.RecordBatches) > 0 {
 		if err := p.appendAsFollower(resp.RecordBatches); err != nil {
 			if errors.Is(err, ErrInvalidRecords) {
@@ -199,11 +206,6 @@ func (p *Partition) handleFetchData(leader int32, req *kmsg.FetchRequestTopicPar
 	if hw := max(min(resp.HighWatermark, leo), p.log.LogStartOffset()); hw != p.hw {
 		p.hw = hw
 		p.wake()
-	}
-	if d := resp.DivergingEpoch; d.EndOffset >= 0 {
-		if err := p.truncateOnDivergence(d.Epoch, d.EndOffset); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -271,9 +271,12 @@ func (p *Partition) FetchFromFollower(f FollowerFetch, now int64) FollowerFetchR
 // maybeExpandISR proposes adding a follower outside the ISR once its log end
 // offset reaches the high watermark and the start of the current leader
 // epoch (KAFKA-7128: otherwise it could lead without committed records
-// between them). mu held.
+// between them), if Config.IsrEligible counts it (KIP-841). mu held.
 func (p *Partition) maybeExpandISR(r *remoteReplica) {
 	if p.isr.pending != noChange || slices.Contains(p.isr.committed, r.id) {
+		return
+	}
+	if p.cfg.IsrEligible != nil && !p.cfg.IsrEligible(r.id) {
 		return
 	}
 	if r.leo >= p.hw && r.leo >= p.epochStart {

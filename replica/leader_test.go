@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -527,5 +528,28 @@ func TestDeleteRecords(t *testing.T) {
 	}
 	if got := readLog(t, tr.f3.Log(), -1); got[len(got)-1] != (entry{2, 0, "c"}) {
 		t.Fatalf("follower started over with %v", got)
+	}
+}
+
+// TestExpandISRIneligible: a caught-up follower the broker does not count
+// eligible (Config.IsrEligible: not alive in its metadata cache, KIP-841)
+// is not proposed however often it fetches (the controller would refuse
+// it, and each fetch would propose it again); once it is eligible, its
+// next fetch proposes it.
+func TestExpandISRIneligible(t *testing.T) {
+	tr := newTrio(t, []int32{1})
+	var alive atomic.Bool
+	tr.l.cfg.IsrEligible = func(id int32) bool { return id != 2 || alive.Load() }
+	mustAppend(t, tr.l, t0, "a")
+	for i := int64(1); i <= 3; i++ {
+		replicate(t, tr.l, tr.f2, t0+i)
+		if it, ok := tr.l.takeAlter(); ok {
+			t.Fatalf("fetch %d: proposed ISR %v with broker 2 not eligible", i, it.NewISR)
+		}
+	}
+	alive.Store(true)
+	replicate(t, tr.l, tr.f2, t0+10)
+	if got := commitAlter(t, tr.l, t0+10); !slices.Equal(got, []int32{1, 2}) {
+		t.Fatalf("expansion to %v once broker 2 is eligible", got)
 	}
 }

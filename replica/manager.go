@@ -400,7 +400,7 @@ func (m *Manager) HighWatermarks() map[string]map[TopicPartition]int64 {
 	return out
 }
 
-// CheckpointHighWatermarks writes replication-offset-checkpoint in every log
+// CheckpointHighWatermarks writes replication-offset-checkpoint in every online log
 // dir holding a partition (Kafka: every replica.high.watermark.checkpoint.
 // interval.ms and at shutdown). The first error is returned; the other dirs
 // are still written.
@@ -410,9 +410,13 @@ func (m *Manager) CheckpointHighWatermarks() error {
 	m.mu.Unlock()
 	byDir := map[string]map[TopicPartition]int64{}
 	fsOf := map[string]vfs.FS{}
+	offline := map[string]bool{}
 	var dirs []string
 	for _, p := range parts {
 		d := p.logDir()
+		if p.log.Health().Err() != nil {
+			offline[d] = true // Kafka checkpoints live log dirs only
+		}
 		if byDir[d] == nil {
 			byDir[d] = map[TopicPartition]int64{}
 			fsOf[d] = p.fs
@@ -422,6 +426,9 @@ func (m *Manager) CheckpointHighWatermarks() error {
 	}
 	var first error
 	for _, d := range dirs {
+		if offline[d] {
+			continue
+		}
 		if err := WriteHighWatermarks(fsOf[d], d, byDir[d]); err != nil && first == nil {
 			first = err
 		}

@@ -370,7 +370,13 @@ func (p *Partition) Failed() error {
 }
 
 // fail records a storage error (mu held): the partition stops taking produce
-// and fetching until the next LeaderAndIsr (Kafka marks the log dir offline).
+// and fetching until the next LeaderAndIsr, and its log's Health fails, which
+// takes the log dir it shares with other partitions offline (Kafka's
+// LogDirFailureChannel: any partition's I/O error takes its log dir offline,
+// and the broker tells the controller). The log itself keeps its dir online
+// after a write it could undo (a full disk refusing an append); the
+// partition then stopped alone, its replica out of the ISR only once the
+// leader's lag check noticed, and the controller unaware.
 func (p *Partition) fail(err error) error {
 	if !errors.Is(err, ErrStorage) {
 		err = fmt.Errorf("%w: %w", ErrStorage, err)
@@ -378,6 +384,9 @@ func (p *Partition) fail(err error) error {
 	if p.failed == nil {
 		p.logger.Error("partition failed", "err", err)
 		p.failed = err
+		if h := p.log.Health(); h != nil {
+			h.Fail(err)
+		}
 	}
 	return err
 }

@@ -111,7 +111,13 @@ func (r *Runner) fetch(f *fetcher, job FetchRequest) {
 // exchangeFetch sends req on the fetcher's connection, dialling the
 // leader's current address first when there is none or the leader moved.
 // Any error closes the connection; the next fetch dials again (after the
-// Manager's replica.fetch.backoff.ms).
+// Manager's replica.fetch.backoff.ms). A request that failed on a
+// connection opened for an earlier fetch is sent once more on a new one
+// first: the connection may have died while the fetcher idled (the
+// broker's previous process closed it when it stopped), which says
+// nothing of the leader now, and backing off for it stalled acks=all
+// produces for replica.fetch.backoff.ms after a leader moved to a
+// restarted broker. A fetch is safe to send twice.
 func (r *Runner) exchangeFetch(f *fetcher, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	addr, ok := r.o.Resolve(f.tgt.Broker)
 	if !ok {
@@ -124,17 +130,27 @@ func (r *Runner) exchangeFetch(f *fetcher, req *kmsg.FetchRequest) (*kmsg.FetchR
 	}
 	ctx, cancel := r.requestCtx()
 	defer cancel()
-	if f.conn == nil {
-		c, err := r.dial(ctx, addr, r.clientID(fmt.Sprintf("-fetcher-%d", f.tgt.Fetcher)), true)
-		if err != nil {
+	reused := f.conn != nil
+	var resp kmsg.Response
+	for {
+		if f.conn == nil {
+			c, err := r.dial(ctx, addr, r.clientID(fmt.Sprintf("-fetcher-%d", f.tgt.Fetcher)), true)
+			if err != nil {
+				return nil, err
+			}
+			f.conn = c
+		}
+		var err error
+		resp, err = f.conn.Request(ctx, req)
+		if err == nil {
+			break
+		}
+		f.closeConn()
+		if !reused || ctx.Err() != nil {
 			return nil, err
 		}
-		f.conn = c
-	}
-	resp, err := f.conn.Request(ctx, req)
-	if err != nil {
-		f.closeConn()
-		return nil, err
+		r.log.Debug("fetch on an idle connection failed: dialling again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+		reused = false
 	}
 	fr, ok := resp.(*kmsg.FetchResponse)
 	if !ok {

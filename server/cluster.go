@@ -172,6 +172,7 @@ func (cl *clusterNode) join() error {
 		OpenLog:                      cl.openLog,
 		DeleteLog:                    cl.deleteLog,
 		OnTruncate:                   cl.onTruncate,
+		IsrEligible:                  cl.brokerAlive,
 		Logger:                       cl.log.With("component", "replica-manager"),
 	})
 	if err != nil {
@@ -272,6 +273,11 @@ func (cl *clusterNode) brokerAddr(id int32) (string, bool) {
 	}
 	return "", false
 }
+
+// brokerAlive tells whether the metadata cache lists broker id as alive:
+// only then may a leader propose it for an ISR (replica.Config.IsrEligible,
+// Kafka's ZooKeeper-mode isReplicaIsrEligible).
+func (cl *clusterNode) brokerAlive(id int32) bool { return cl.images.load().alive(id) }
 
 // close stops what join started, in Kafka's order after the requests are
 // drained: the replica fetchers (a last high-watermark checkpoint), the

@@ -386,7 +386,8 @@
 // the leadership is lost (NOT_LEADER_OR_FOLLOWER). Fetch with a replica id
 // is a follower's: records up to the log end through
 // Partition.FetchFromFollower (its progress recorded, the high watermark
-// and the ISR moved), long polls woken by the leader's appends, a
+// and the ISR moved; an expansion is proposed only for a follower the
+// metadata cache lists alive, replica.Config.IsrEligible), long polls woken by the leader's appends, a
 // divergence answered with diverging_epoch (v12). Consumers fetch from
 // the leader only, below the high watermark, with KIP-320's
 // current_leader_epoch checks (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH),

@@ -183,3 +183,49 @@ func TestRefuse(t *testing.T) {
 		t.Fatalf("after Unblock: %q %v", got, err)
 	}
 }
+
+// TestSetTarget: connections accepted after SetTarget go to the new
+// target; an open one keeps its own.
+func TestSetTarget(t *testing.T) {
+	p, err := New(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if got, err := roundTrip(c, r, "old", 10*time.Second); err != nil || got != "old\n" {
+		t.Fatalf("%q %v", got, err)
+	}
+	// The new target answers with a prefix, so its answers tell.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		line, _ := bufio.NewReader(s).ReadString('\n')
+		_, _ = s.Write([]byte("new:" + line))
+	}()
+	p.SetTarget(ln.Addr().String())
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got, err := roundTrip(c2, bufio.NewReader(c2), "x", 10*time.Second); err != nil || got != "new:x\n" {
+		t.Fatalf("a connection after SetTarget: %q %v", got, err)
+	}
+	if got, err := roundTrip(c, r, "still", 10*time.Second); err != nil || got != "still\n" {
+		t.Fatalf("the open connection after SetTarget: %q %v", got, err)
+	}
+}

@@ -20,7 +20,11 @@
 //   - non-monotonic: one reader's offsets on a partition went back, or
 //     repeated, without a Reset (rebalance or seek) in between;
 //   - divergent replicas: two replicas of a partition differ below the
-//     smaller of their high watermarks.
+//     smaller of their high watermarks: in their records, or, when both
+//     replicas list their batches, in any batch starting below it (its
+//     offsets, leader epoch or CRC: a batch copied as it is has them all
+//     the same; a value-level comparison misses a batch appended again in
+//     another leader epoch).
 //
 // Duplicates (one value at several offsets, from client retries) and sends
 // with an unknown outcome are counted, not failures. A History is safe for
@@ -71,12 +75,27 @@ type Record struct {
 	Value  string
 }
 
+// Batch is one record batch of a replica's log as its header says: the
+// offsets it spans, the leader epoch it was appended in, and its CRC (which
+// covers everything after the epoch: attributes, timestamps, producer
+// fields and records).
+type Batch struct {
+	BaseOffset, LastOffset int64
+	LeaderEpoch            int32
+	CRC                    uint32
+}
+
+func (b Batch) String() string {
+	return fmt.Sprintf("offsets %d-%d epoch %d crc %08x", b.BaseOffset, b.LastOffset, b.LeaderEpoch, b.CRC)
+}
+
 // Replica is the final contents of one partition on one replica.
 type Replica struct {
 	Broker        int32
 	Partition     int32
 	HighWatermark int64
 	Records       []Record // ascending offsets
+	Batches       []Batch  // ascending offsets; optional (nil: records only)
 }
 
 type readKey struct {
@@ -209,6 +228,7 @@ type Report struct {
 	FinalRecords  int // records in the authoritative replica of each partition
 	CheckedAcked  int // acknowledged values checked against the final log
 	ReplicasCheck int // replica pairs compared
+	BatchesCheck  int // batch pairs compared (replicas that list batches)
 }
 
 // OK reports whether the history holds no failure.
@@ -412,15 +432,50 @@ func (h *History) compareReplicas(rep *Report, p int32, rs []Replica) {
 					p, a.Broker, len(am), limit, b.Broker, len(bm)))
 				continue
 			}
+			same := true
 			for k := range am {
 				if am[k] != bm[k] {
 					rep.Divergent = append(rep.Divergent, fmt.Sprintf("partition %d offset %d: broker %d holds %q at %d, broker %d holds %q at %d",
 						p, am[k].Offset, a.Broker, am[k].Value, am[k].Offset, b.Broker, bm[k].Value, bm[k].Offset))
+					same = false
 					break
 				}
 			}
+			if same && a.Batches != nil && b.Batches != nil {
+				compareBatches(rep, p, a, b, limit)
+			}
 		}
 	}
+}
+
+// compareBatches checks that a and b hold the same batches among those
+// starting below limit.
+func compareBatches(rep *Report, p int32, a, b Replica, limit int64) {
+	ab, bb := batchesBelow(a.Batches, limit), batchesBelow(b.Batches, limit)
+	for k := 0; k < max(len(ab), len(bb)); k++ {
+		switch {
+		case k >= len(ab):
+			rep.Divergent = append(rep.Divergent, fmt.Sprintf("partition %d below %d: broker %d has no batch where broker %d has %s",
+				p, limit, a.Broker, b.Broker, bb[k]))
+			return
+		case k >= len(bb):
+			rep.Divergent = append(rep.Divergent, fmt.Sprintf("partition %d below %d: broker %d has no batch where broker %d has %s",
+				p, limit, b.Broker, a.Broker, ab[k]))
+			return
+		}
+		rep.BatchesCheck++
+		if ab[k] != bb[k] {
+			rep.Divergent = append(rep.Divergent, fmt.Sprintf("partition %d batch %d below %d: broker %d holds %s, broker %d holds %s",
+				p, k, limit, a.Broker, ab[k], b.Broker, bb[k]))
+			return
+		}
+	}
+}
+
+// batchesBelow returns the batches starting below limit.
+func batchesBelow(bs []Batch, limit int64) []Batch {
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].BaseOffset >= limit })
+	return bs[:i]
 }
 
 // below returns the records with offsets below limit.
