@@ -97,6 +97,7 @@ Examples:
 			&cli.StringFlag{Name: "dir", Usage: "where the temporary directories of ZooKeeper and the brokers go (default: $TMPDIR)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the brokers' and ZooKeeper's directories (logs included)"},
 			&cli.GenericFlag{Name: "override", Value: &multiString{}, Usage: "key=value for every broker started, repeatable"},
+			&cli.StringFlag{Name: "broker-log-level", Value: "warn", Usage: "--log-level of the brokers started (their logs stay in --dir with --keep)"},
 			&cli.StringFlag{Name: "broker-cpuprofile", Usage: "each broker writes a CPU profile to PREFIX.<broker>.<start>.pprof when it stops (not after SIGKILL)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		},
@@ -118,6 +119,7 @@ type benchClusterConfig struct {
 	phases            map[string]bool
 	overrides         []string
 	profile, dir      string
+	logLevel          string
 	keep, external    bool
 	seeds             []string
 	singleNodeStarted bool
@@ -150,6 +152,13 @@ type BenchClusterResult struct {
 	FailoverRate           int      `json:"failover_rate"`
 	SessionTimeoutMs       int64    `json:"session_timeout_ms"`
 	LoadAvg1               float64  `json:"loadavg_1m"`
+	LoadAvg1End            float64  `json:"loadavg_1m_end"`
+	// CPUPressure is the share of the last minute in which some runnable
+	// task waited for a CPU (Linux PSI, /proc/pressure/cpu "some avg60"),
+	// at the start and at the end: above a few percent, the machine's other
+	// work is in the figures, latency first.
+	CPUPressure    float64 `json:"cpu_pressure_some_avg60_pct"`
+	CPUPressureEnd float64 `json:"cpu_pressure_some_avg60_pct_end"`
 	BenchClusterFigures
 	SingleNode BenchClusterFigures `json:"single_node"`
 	// Ratios of the cluster's medians to the single node's.
@@ -193,7 +202,8 @@ type BenchClusterFaults struct {
 	CatchupMB               float64   `json:"catchup_mb"` // on disk: record batches, not only values
 	CatchupSeconds          float64   `json:"catchup_seconds"`
 	CatchupMBps             float64   `json:"catchup_mb_per_sec"`
-	CatchupVsLimit          float64   `json:"catchup_vs_limit"`
+	CatchupVsLimit          float64   `json:"catchup_vs_limit"` // median of the runs' ratios to their own limit_loopback_catchup
+	LimitLoopbackCatchup    float64   `json:"limit_loopback_catchup_mb_per_sec"`
 	CatchupToISRSeconds     float64   `json:"catchup_restart_to_isr_seconds"`
 	CatchupRuns             []float64 `json:"catchup_mb_per_sec_runs"`
 	FailoverSeconds         float64   `json:"failover_seconds"`
@@ -218,7 +228,7 @@ func runBenchCluster(c *cli.Context) error {
 		catchupMB: c.Int64("catchup-mb"), failoverRate: c.Int("failover-rate"), sessionTimeoutMs: c.Int64("session-timeout-ms"),
 		linger:        time.Duration(c.Float64("linger-ms") * float64(time.Millisecond)),
 		batchMaxBytes: int32(c.Int("batch-max-bytes")), maxBuffered: c.Int("max-buffered-records"), maxInflight: c.Int("max-inflight"),
-		overrides: overrides(c), profile: c.String("broker-cpuprofile"), dir: c.String("dir"), keep: c.Bool("keep"),
+		overrides: overrides(c), profile: c.String("broker-cpuprofile"), logLevel: c.String("broker-log-level"), dir: c.String("dir"), keep: c.Bool("keep"),
 		phases: map[string]bool{},
 	}
 	d := &cfg.drive
@@ -282,6 +292,11 @@ func (cfg *benchClusterConfig) brokerOverrides() []string {
 	}, cfg.overrides...)
 }
 
+// brokerOpts are the command-line options of the brokers started.
+func (cfg *benchClusterConfig) brokerOpts() benchBrokerOpts {
+	return benchBrokerOpts{profile: cfg.profile, logLevel: cfg.logLevel}
+}
+
 // targets are the producer targets of the throughput phase for seeds: acks=all
 // and acks=1, topics of rf replicas with min.insync.replicas, the tuned
 // batching.
@@ -317,7 +332,7 @@ func runBenchClusterRuns(c *cli.Context, cfg *benchClusterConfig) (*BenchCluster
 		ProducerLingerMs: float64(cfg.linger) / 1e6, ProducerBatchMaxBytes: cfg.batchMaxBytes, ProducerMaxBuffered: cfg.maxBuffered,
 		ProducerMaxInflight: cfg.maxInflight, FetchMaxBytes: d.fetchMaxBytes, FetchPartitionMaxBytes: d.fetchPartBytes,
 		LatencyRate: d.latencyRate, LatencySeconds: d.latencySeconds, LatencyLingerMs: d.latencyLinger.Milliseconds(),
-		FailoverRate: cfg.failoverRate, SessionTimeoutMs: cfg.sessionTimeoutMs, LoadAvg1: loadAvg1(),
+		FailoverRate: cfg.failoverRate, SessionTimeoutMs: cfg.sessionTimeoutMs, LoadAvg1: loadAvg1(), CPUPressure: cpuPressure(),
 	}
 	for _, p := range benchClusterPhases {
 		if cfg.phases[p] {
@@ -339,17 +354,17 @@ func runBenchClusterRuns(c *cli.Context, cfg *benchClusterConfig) (*BenchCluster
 	var cl *benchCluster
 	seeds := cfg.seeds
 	if !cfg.external {
-		cl, err = startBenchCluster(filepath.Join(dir, "cluster"), benchClusterBrokers, cfg.brokerOverrides(), cfg.profile)
+		cl, err = startBenchCluster(filepath.Join(dir, "cluster"), benchClusterBrokers, cfg.brokerOverrides(), cfg.brokerOpts())
 		if err != nil {
 			return nil, failErr(fmt.Errorf("starting the cluster: %w", err))
 		}
-		defer cl.stop()
+		defer cl.stop(cfg.keep || cfg.profile != "")
 		seeds = cl.addrs()
 	}
 	res.Bootstrap = strings.Join(seeds, ",")
 	var single *benchBroker
 	if cfg.phases["throughput"] || cfg.phases["latency"] {
-		single, err = newBenchBroker(filepath.Join(dir, "single"), 0, cfg.overrides, cfg.profile)
+		single, err = newBenchBroker(filepath.Join(dir, "single"), 0, cfg.overrides, cfg.brokerOpts())
 		if err == nil {
 			err = single.start()
 		}
@@ -401,13 +416,14 @@ func runBenchClusterRuns(c *cli.Context, cfg *benchClusterConfig) (*BenchCluster
 		}
 	}
 	bar.done()
+	res.LoadAvg1End, res.CPUPressureEnd = loadAvg1(), cpuPressure()
 	res.LimitLoopbackMBps = median(slices.Clone(res.LimitLoopbackRuns))
 	res.BenchClusterFigures = throughputFigures(cRuns, d, res.LimitLoopbackMBps)
 	res.SingleNode = throughputFigures(sRuns, d, res.LimitLoopbackMBps)
 	res.ProduceAcksAllVsSingleNode = ratio(res.ProduceAcksAllRecordsPerSec, res.SingleNode.ProduceAcksAllRecordsPerSec)
 	res.ProduceAcks1VsSingleNode = ratio(res.ProduceAcks1RecordsPerSec, res.SingleNode.ProduceAcks1RecordsPerSec)
 	res.ConsumeVsSingleNode = ratio(res.ConsumeRecordsPerSec, res.SingleNode.ConsumeRecordsPerSec)
-	res.BenchClusterFaults = faultFigures(faults, res.LimitLoopbackMBps)
+	res.BenchClusterFaults = faultFigures(faults)
 	return res, nil
 }
 
@@ -421,6 +437,22 @@ func (cfg *benchClusterConfig) progressBytes() int64 {
 		n += cfg.catchupMB * 1e6
 	}
 	return n
+}
+
+// cpuPressure is Linux's CPU pressure over the last minute ("some avg60"
+// of /proc/pressure/cpu, percent), or 0 when unknown.
+func cpuPressure() float64 {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if v, ok := strings.CutPrefix(f, "avg60="); ok {
+			p, _ := strconv.ParseFloat(v, 64)
+			return p
+		}
+	}
+	return 0
 }
 
 func ratio(a, b float64) float64 {
@@ -471,13 +503,14 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 }
 
 // faultFigures are the medians of the catch-up and failover runs.
-func faultFigures(runs []clusterFaultRun, limit float64) BenchClusterFaults {
+func faultFigures(runs []clusterFaultRun) BenchClusterFaults {
 	var f BenchClusterFaults
-	var mb, secs, isr, shut []float64
+	var mb, secs, isr, shut, lim, vs []float64
 	for _, r := range runs {
 		if r.catchupBytes > 0 {
 			mb, secs, isr = append(mb, float64(r.catchupBytes)/1e6), append(secs, r.catchup.Seconds()), append(isr, r.restartToISR.Seconds())
 			f.CatchupRuns = append(f.CatchupRuns, mbps(r.catchupBytes, r.catchup.Seconds()))
+			lim, vs = append(lim, r.catchupLimit), append(vs, ratio(mbps(r.catchupBytes, r.catchup.Seconds()), r.catchupLimit))
 		}
 		if r.failover > 0 {
 			f.FailoverRuns = append(f.FailoverRuns, r.failover.Seconds())
@@ -489,7 +522,7 @@ func faultFigures(runs []clusterFaultRun, limit float64) BenchClusterFaults {
 	if len(mb) > 0 {
 		f.CatchupMB, f.CatchupSeconds, f.CatchupToISRSeconds = median(mb), median(secs), median(isr)
 		f.CatchupMBps = median(slices.Clone(f.CatchupRuns))
-		f.CatchupVsLimit = ratio(f.CatchupMBps, limit)
+		f.LimitLoopbackCatchup, f.CatchupVsLimit = median(lim), median(vs)
 	}
 	if len(shut) > 0 {
 		f.FailoverSeconds = median(slices.Clone(f.FailoverRuns))
@@ -504,8 +537,10 @@ func printBenchCluster(w io.Writer, res *BenchClusterResult) {
 	if res.Started {
 		where = fmt.Sprintf("ZooKeeper and %d brokers started on 127.0.0.1 (zookeeper.session.timeout.ms %d)", res.Brokers, res.SessionTimeoutMs)
 	}
-	fmt.Fprintf(w, "strata bench cluster: %d records of %d B, one partition, replication factor %d, min.insync.replicas %d, %s, median of %d runs (load average %.2f)\n",
-		res.Records, res.RecordSize, res.ReplicationFactor, res.MinInsyncReplicas, where, res.Runs, res.LoadAvg1)
+	fmt.Fprintf(w, "strata bench cluster: %d records of %d B, one partition, replication factor %d, min.insync.replicas %d, %s, median of %d runs\n",
+		res.Records, res.RecordSize, res.ReplicationFactor, res.MinInsyncReplicas, where, res.Runs)
+	fmt.Fprintf(w, "  machine: load average %.2f at the start, %.2f at the end; CPU pressure (tasks waiting for a CPU, last minute) %.0f%% and %.0f%%\n",
+		res.LoadAvg1, res.LoadAvg1End, res.CPUPressure, res.CPUPressureEnd)
 	fmt.Fprintf(w, "  producer: no compression, idempotence off, linger %g ms, batches up to %d B, %d records buffered, %d requests in flight per broker\n",
 		res.ProducerLingerMs, res.ProducerBatchMaxBytes, res.ProducerMaxBuffered, res.ProducerMaxInflight)
 	fmt.Fprintf(w, "  limit (loopback TCP, one stream) %.1f MB/s\n", res.LimitLoopbackMBps)
@@ -530,8 +565,8 @@ func printBenchCluster(w io.Writer, res *BenchClusterResult) {
 	}
 	f := &res.BenchClusterFaults
 	if f.CatchupMB > 0 {
-		fmt.Fprintf(w, "  follower catch-up  %.1f MB in %.3f s: %.1f MB/s   limit (loopback TCP) %.1f MB/s   ratio %.3f; restart to back in the ISR %.3f s\n",
-			f.CatchupMB, f.CatchupSeconds, f.CatchupMBps, res.LimitLoopbackMBps, f.CatchupVsLimit, f.CatchupToISRSeconds)
+		fmt.Fprintf(w, "  follower catch-up  %.1f MB in %.3f s: %.1f MB/s   limit (loopback TCP, as many bytes, just before) %.1f MB/s   ratio %.3f; restart to back in the ISR %.3f s\n",
+			f.CatchupMB, f.CatchupSeconds, f.CatchupMBps, f.LimitLoopbackCatchup, f.CatchupVsLimit, f.CatchupToISRSeconds)
 	}
 	if f.FailoverSeconds > 0 {
 		fmt.Fprintf(w, "  leader SIGKILL: writes acknowledged again after %.3f s (zookeeper.session.timeout.ms %d + 1 s = %.1f s)\n",

@@ -58,6 +58,7 @@ func (cfg *benchClusterConfig) throughputRun(all, one benchTarget, prefix string
 type clusterFaultRun struct {
 	catchupBytes    int64
 	catchup         time.Duration // first fetched byte to caught up
+	catchupLimit    float64       // MB/s of the loopback limit measured just before, over as many bytes
 	restartToISR    time.Duration
 	failover        time.Duration // SIGKILL to writes acknowledged again
 	failed          int64         // records whose produce failed for good
@@ -157,7 +158,8 @@ func deleteTopic(ctx context.Context, seeds []string, topic string) error {
 // acks=1 while it is down, waits until the other replicas hold all of it,
 // restarts the follower and times it: from its first fetched byte to its
 // .log files reaching the leader's size (polled every 2 ms), and from the
-// restart to its return to the ISR.
+// restart to its return to the ISR. Just before the restart it measures
+// the loopback limit over as many bytes as the follower will fetch.
 func (cfg *benchClusterConfig) catchUp(cl *benchCluster, topic string, r *clusterFaultRun, bar *progress) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -196,6 +198,12 @@ func (cfg *benchClusterConfig) catchUp(cl *benchCluster, topic string, r *cluste
 		return err
 	}
 	have := follower.partitionBytes(topic, 0)
+	// The limit the catch-up is compared with: as many bytes over one
+	// loopback connection, just before (the machine's load moves from
+	// second to second).
+	if r.catchupLimit, err = loopbackLimit(target - have); err != nil {
+		return fmt.Errorf("loopback limit: %w", err)
+	}
 	t0 := time.Now()
 	if err := follower.start(); err != nil {
 		return err

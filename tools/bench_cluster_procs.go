@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,11 +30,17 @@ type benchBroker struct {
 	addr     string
 	dataDir  string
 	logPath  string
-	profile  string // --cpuprofile prefix, "" for none
+	opts     benchBrokerOpts
 	ov       []string
 	cmd      *exec.Cmd
 	done     chan struct{}
 	restarts int
+}
+
+// benchBrokerOpts are a started broker's command-line options.
+type benchBrokerOpts struct {
+	profile  string // --cpuprofile prefix, "" for none
+	logLevel string // --log-level, "" for warn
 }
 
 // benchCPUTicks is the kernel's clock tick for /proc/PID/stat (USER_HZ,
@@ -41,14 +49,14 @@ const benchCPUTicks = 100
 
 // newBenchBroker prepares a broker in dir listening on a free loopback
 // port; start runs it.
-func newBenchBroker(dir string, id int32, ov []string, profile string) (*benchBroker, error) {
+func newBenchBroker(dir string, id int32, ov []string, opts benchBrokerOpts) (*benchBroker, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b := &benchBroker{id: id, addr: addr, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "broker.log"), profile: profile}
+	b := &benchBroker{id: id, addr: addr, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "broker.log"), opts: opts}
 	b.ov = append([]string{"listeners=PLAINTEXT://" + addr, "log.dirs=" + b.dataDir}, ov...)
 	return b, nil
 }
@@ -67,12 +75,12 @@ func (b *benchBroker) start() error {
 	if err != nil {
 		return err
 	}
-	args := []string{"broker", "--log-level", "warn"}
+	args := []string{"broker", "--log-level", cmp.Or(b.opts.logLevel, "warn")}
 	for _, o := range b.ov {
 		args = append(args, "--override", o)
 	}
-	if b.profile != "" {
-		args = append(args, "--cpuprofile", fmt.Sprintf("%s.%s.%d.pprof", b.profile, strings.ReplaceAll(b.name(), " ", "-"), b.restarts))
+	if b.opts.profile != "" {
+		args = append(args, "--cpuprofile", fmt.Sprintf("%s.%s.%d.pprof", b.opts.profile, strings.ReplaceAll(b.name(), " ", "-"), b.restarts))
 	}
 	if err := os.MkdirAll(filepath.Dir(b.logPath), 0o755); err != nil {
 		return err
@@ -209,7 +217,7 @@ type benchCluster struct {
 // startBenchCluster starts ZooKeeper and n brokers (ids 1..n) with the
 // overrides ov, and waits until every broker is registered and one is the
 // controller.
-func startBenchCluster(dir string, n int, ov []string, profile string) (*benchCluster, error) {
+func startBenchCluster(dir string, n int, ov []string, opts benchBrokerOpts) (*benchCluster, error) {
 	c := &benchCluster{dir: dir}
 	zk, err := zkproc.Start(filepath.Join(dir, "zookeeper"), 0, 60*time.Second)
 	if err != nil {
@@ -218,14 +226,14 @@ func startBenchCluster(dir string, n int, ov []string, profile string) (*benchCl
 	c.zk = zk
 	for id := int32(1); id <= int32(n); id++ {
 		bov := append([]string{"zookeeper.connect=" + zk.Addr(), "broker.id=" + strconv.Itoa(int(id))}, ov...)
-		b, err := newBenchBroker(filepath.Join(dir, fmt.Sprintf("broker-%d", id)), id, bov, profile)
+		b, err := newBenchBroker(filepath.Join(dir, fmt.Sprintf("broker-%d", id)), id, bov, opts)
 		if err != nil {
-			c.stop()
+			c.stop(false)
 			return nil, err
 		}
 		c.brokers = append(c.brokers, b)
 		if err := b.start(); err != nil {
-			c.stop()
+			c.stop(false)
 			return nil, err
 		}
 	}
@@ -236,7 +244,7 @@ func startBenchCluster(dir string, n int, ov []string, profile string) (*benchCl
 		return err == nil && len(md.Brokers) == n && md.ControllerID > 0
 	})
 	if err != nil {
-		c.stop()
+		c.stop(false)
 		return nil, err
 	}
 	return c, nil
@@ -272,14 +280,25 @@ func (c *benchCluster) cpu() time.Duration {
 	return d
 }
 
-// stop ends the brokers with SIGTERM (their CPU profiles are written then),
-// then ZooKeeper.
-func (c *benchCluster) stop() {
+// stop ends the brokers, all at once, then ZooKeeper: with SIGTERM when
+// graceful (they write their CPU profiles and close their logs cleanly;
+// the last ones cannot move their leaderships, so their controlled
+// shutdowns give up only after controlled.shutdown.max.retries), else with
+// SIGKILL.
+func (c *benchCluster) stop(graceful bool) {
+	var wg sync.WaitGroup
 	for _, b := range c.brokers {
-		if err := b.term(60 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "strata bench cluster:", err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !graceful {
+				b.kill()
+			} else if err := b.term(2 * time.Minute); err != nil {
+				fmt.Fprintln(os.Stderr, "strata bench cluster:", err)
+			}
+		}()
 	}
+	wg.Wait()
 	if c.zk != nil {
 		c.zk.Stop()
 	}

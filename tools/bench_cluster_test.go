@@ -80,11 +80,11 @@ func TestBenchClusterStarted(t *testing.T) {
 // min.insync.replicas=2; the phases that stop brokers are refused.
 func TestBenchClusterExternal(t *testing.T) {
 	needZooKeeper(t)
-	cl, err := startBenchCluster(t.TempDir(), 3, []string{"zookeeper.session.timeout.ms=6000"}, "")
+	cl, err := startBenchCluster(t.TempDir(), 3, []string{"zookeeper.session.timeout.ms=6000"}, benchBrokerOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.stop()
+	defer cl.stop(false)
 	boot := strings.Join(cl.addrs(), ",")
 	out, errOut, code := run(t, "bench", "cluster", "--bootstrap-server", boot, "--records", "2000", "--warmup-records", "100", "--runs", "1",
 		"--latency-seconds", "0.3", "--latency-rate", "1000", "--topic-prefix", "ext", "--dir", t.TempDir())
