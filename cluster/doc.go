@@ -72,7 +72,7 @@
 // Activation. The driver wins the election (create /controller and move
 // /controller_epoch from the version read to epoch+1 in one multi), sets
 // its watches (children of /brokers/ids, /brokers/topics,
-// /admin/delete_topics, /log_dir_event_notification; data of /controller),
+// /admin/delete_topics, /log_dir_event_notification; an exists watch on /controller),
 // then reads LoadSnapshot(zk, brokerID) (load.go) and steps
 // Activate{Snapshot}. LoadSnapshot refuses with ErrNotController unless
 // /controller names this broker and belongs to this session.
@@ -200,6 +200,116 @@
 //     /admin/delete_topics/T are deleted and the topic forgotten (a late
 //     listing of the same topic id is ignored; a new topic of that name is
 //     created). No ISR writes are made for a topic being deleted.
+//
+// # Member
+//
+// Member (member*.go) is a broker's life in ZooKeeper (Kafka's KafkaServer,
+// KafkaZkClient and the election part of KafkaController). StartMember, on
+// a connected session (JoinCluster dials one first: ErrNoSession after
+// zookeeper.connection.timeout.ms), creates the PersistentPaths that are
+// missing, reads /cluster/id or creates it with a random id
+// (MemberConfig.CheckClusterID may refuse it: meta.properties of another
+// cluster), takes /brokers/seqid's new version + reserved.broker.max.id as
+// the id when broker.id is -1, and creates /brokers/ids/N (ephemeral,
+// registration v5). An existing registration is ours only when our session
+// owns it (a create whose answer was lost); else the start fails with
+// ErrBrokerIDTaken ("broker.id N is already registered by another broker")
+// and the other broker's registration stays. ZooKeeper calls failing with
+// ErrConnectionLoss are retried until MemberConfig.StartTimeout.
+//
+// Then the Member runs, on its own goroutines: the event loop (below), a
+// pump of session events into it, the config change listener, and the
+// callbacks (OnControllerChange, OnReregistered, OnTopicConfigChange),
+// called in order on a goroutine of their own. Nothing of this runs on the
+// broker's request paths: BrokerID, ClusterID, BrokerEpoch (the
+// registration's czxid, 0 while unregistered), ControllerID (-1: none) and
+// IsController read atomics. AlterPartition, ControlledShutdown and
+// ElectLeaders hand a broker's request to the controller and block until
+// its reply or the context's end; on a broker that is not the active
+// controller they answer NOT_CONTROLLER at once. ReportLogDirFailure
+// creates /log_dir_event_notification/log_dir_event_N ({"version":1,
+// "broker":N,"event":1}) in the background, retried until written. Close
+// stops it all and closes the session (registration and /controller go at
+// once).
+//
+// Sessions: a disconnection changes nothing (the broker serves on; calls
+// fail with ErrConnectionLoss and are retried with a backoff of 100 ms to
+// 2 s); the same session back changes nothing either. An expiry (or a new
+// session id) loses the registration, every watch and any controllership
+// (the Controller steps Resign); the new session registers again (new
+// broker epoch, OnReregistered) and takes part in the election.
+//
+// Config changes (member_config.go) follow Kafka's
+// ZkNodeChangeNotificationListener: the children of /config/changes are
+// processed in sequence order, each once (at start every existing one);
+// for entity type topics the topic names go to OnTopicConfigChange and,
+// read from /config/topics/T, to the controller as TopicConfigChanged; a
+// malformed notification is logged and skipped. Notifications are deleted
+// once ConfigChangeExpiration (15 min) old, counted from when this broker
+// first listed them (the ZK interface has no ctime).
+//
+// # Driver
+//
+// The driver (driver*.go) is the event loop: one goroutine that alone
+// touches the registration state, the election and the Controller. Its
+// inputs are queued (driver_queue.go, unbounded): session events, fired
+// watches, timers, the broker's requests, request results. Election (Kafka's
+// elect): read /controller with an exists watch (every broker keeps one);
+// when absent, read /controller_epoch (created as 0 if missing) and multi
+// {create /controller ephemeral, set /controller_epoch epoch+1 at the version
+// read}; on NodeExists, BadVersion or an unknown outcome, re-read
+// /controller: we won only if it names us and our registration's session
+// owns it. A broker elects only in the session it registered in. Watches
+// while active: children of /brokers/ids, /brokers/topics,
+// /admin/delete_topics, /log_dir_event_notification, and data of every
+// /brokers/ids/N and /brokers/topics/T; each fired watch makes a full
+// listing read then (the watch set again), stepped as BrokersChanged,
+// TopicsChanged, DeletionsRequested or LogDirEvents; a watch whose class
+// has a later event queued leaves the read to it. A malformed registration
+// is left out; a malformed assignment or topic config gives the topic as it
+// last decoded, or leaves it out (as the snapshot does) when it never did;
+// a malformed log dir notification is given with broker -1 (deleted, no
+// action). A failed read is retried with a backoff. /controller deleted or
+// naming another broker makes an active controller resign; resignation
+// (also after a fenced write) drops the channel manager's queues, deletes
+// /controller if our session still holds it, and elects again. Ready.Reload
+// reloads the snapshot with a backoff, then Activate; a snapshot that says
+// ErrNotController sends the broker back to the election. RebalanceTick
+// every MemberConfig.LeaderImbalanceCheckInterval when
+// AutoLeaderRebalanceEnable.
+//
+// The channel manager (driver_channel.go, Kafka's ControllerChannelManager)
+// keeps per live broker one kwire connection to the endpoint of
+// inter.broker.listener.name (else the first) and an ordered queue, served
+// by one goroutine: send, wait for the answer (controller.socket.timeout.ms
+// for the connect and for each request), step RequestResult, next. A failed
+// exchange closes the connection and is retried after a backoff (100 ms to
+// 1 s) until answered. A broker that died, bounced (new epoch) or changed
+// its endpoint gets a new queue; the requests of a dropped queue are
+// stepped with an error.
+//
+// # Admin
+//
+// Admin (admin*.go) is Kafka's AdminZkClient, for the broker's CreateTopics,
+// DeleteTopics, CreatePartitions and AlterConfigs and for `strata topics
+// --zookeeper`. CreateTopic checks the name (Kafka's Topic.validate:
+// ErrInvalidTopic), refuses one marked for deletion or existing
+// (ErrTopicExists) or colliding with an existing one once '.' is '_'
+// (ErrInvalidTopic), and writes /config/topics/T (set at its version or
+// created) and /brokers/topics/T (v3 with the topic id) in one multi that
+// creates and deletes /admin/delete_topics/T, so it fails when a deletion
+// of that name is pending: creation never races deletion. DeleteTopic
+// creates /admin/delete_topics/T (already marked: no error; unknown:
+// ErrUnknownTopic). AddPartitions grows the assignment by a set at the
+// version read (retried on a concurrent change), the new replicas placed by
+// AssignAdditionalReplicas over the live brokers or checked against them;
+// refused for a topic marked for deletion (ErrInvalidTopic) or a count not
+// above the current one (ErrInvalidPartitions). ChangeTopicConfig writes
+// /config/topics/T then a config_change_ notification (version 2,
+// "topics/T"). TopicConfig, ListTopics, TopicsMarkedForDeletion,
+// ReadAssignment, PartitionState and LiveBrokers read for describe.
+// ErrorCode maps the refusals to TOPIC_ALREADY_EXISTS,
+// UNKNOWN_TOPIC_OR_PARTITION and INVALID_TOPIC_EXCEPTION.
 //
 // # Placement
 //

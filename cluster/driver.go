@@ -148,12 +148,13 @@ type driver struct {
 	armed      map[string]uint64
 	token      uint64
 	lastGood   map[string]Topic // per topic, the last assignment and configs that decoded
+	dirty      map[readClass]bool
 	backoff    map[evKind]time.Duration
 }
 
 func newDriver(cfg driverConfig, session, epoch int64) *driver {
 	return &driver{driverConfig: cfg, ctrl: NewController(cfg.id, cfg.ctrl), session: session, epoch: epoch,
-		controller: -1, armed: map[string]uint64{}, backoff: map[evKind]time.Duration{}}
+		controller: -1, armed: map[string]uint64{}, dirty: map[readClass]bool{}, backoff: map[evKind]time.Duration{}}
 }
 
 // handle runs one event.
@@ -174,7 +175,7 @@ func (d *driver) handle(ev driverEvent) {
 	case evRead:
 		if ev.read == readController {
 			d.onControllerWatch()
-		} else if d.state == stActive && ev.gen == d.gen && !d.q.queued(ev.read) {
+		} else if d.state == stActive && ev.gen == d.gen && !d.q.nextIs(ev.read) {
 			d.reread(ev.read)
 		}
 	case evControl:

@@ -168,6 +168,7 @@ func (d *driver) activate() {
 		return
 	}
 	d.ok(evReload)
+	d.dirty = map[readClass]bool{}
 	d.lastGood = make(map[string]Topic, len(snap.Topics))
 	for _, t := range snap.Topics {
 		d.lastGood[t.Name] = t.Topic

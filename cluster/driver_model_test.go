@@ -99,7 +99,8 @@ type model struct {
 	lastVersion    int32
 	views          []*brokerView
 	nextID         uint64
-	writes         int // controller writes that landed
+	deleted        map[[16]byte]bool // topic ids the admin marked for deletion
+	writes         int               // controller writes that landed
 	settles        int
 	expiries       int
 }
@@ -129,7 +130,8 @@ func (z *checkedZK) Multi(ops ...cluster.Op) ([]cluster.OpResult, error) {
 
 func newModel(t *testing.T, seed uint64) *model {
 	m := &model{t: t, r: rand.New(rand.NewPCG(seed, 0x6d6f64656c)), safe: map[int]bool{}, faults: true,
-		maxLeaderEpoch: map[string]int32{}, maxVersion: map[string]int32{}, writer: map[int32]int{}}
+		maxLeaderEpoch: map[string]int32{}, maxVersion: map[string]int32{}, writer: map[int32]int{},
+		deleted: map[[16]byte]bool{}}
 	m.srv = zksim.NewServer(zksim.Options{
 		Hold: func(d zksim.Delivery) bool {
 			return m.faults && !m.safe[d.Client] && m.r.IntN(5) == 0
@@ -209,13 +211,13 @@ func (m *model) act() {
 	switch k := r.IntN(100); {
 	case k < 35:
 		if n.Queued() == 0 {
-			n.Poll()
+			n.PollShuffled(r.Shuffle)
 		}
 		if n.Step() {
 			m.note("broker %d handled an event", i+1)
 		}
 	case k < 47:
-		m.note("broker %d polled %d arrivals", i+1, n.Poll())
+		m.note("broker %d polled %d arrivals", i+1, n.PollShuffled(r.Shuffle))
 	case k < 59:
 		m.answerOne(i)
 	case k < 65:
@@ -317,7 +319,12 @@ func (m *model) adminOp() {
 		_, err := m.admin.CreateTopic(name, assign, nil, [16]byte{})
 		m.note("admin: create %s %v: %v", name, assign, err)
 	case 2:
-		m.note("admin: delete %s: %v", name, m.admin.DeleteTopic(name))
+		ta, _, rerr := m.admin.ReadAssignment(name)
+		err := m.admin.DeleteTopic(name)
+		if err == nil && rerr == nil {
+			m.deleted[ta.TopicID] = true
+		}
+		m.note("admin: delete %s: %v", name, err)
 	case 3:
 		if r.IntN(2) == 0 {
 			ta, _, err := m.admin.ReadAssignment(name)
@@ -528,7 +535,7 @@ func (m *model) settle(leaveOneDown bool) {
 			if i == downIdx {
 				continue // cut off: its retries would spin
 			}
-			if n.Poll() > 0 {
+			if n.PollShuffled(m.r.Shuffle) > 0 {
 				progress = true
 			}
 			for n.Step() {
@@ -600,9 +607,10 @@ func (m *model) checkSettled(downIdx int) {
 				allLive = allLive && live[b]
 			}
 		}
-		if slices.Contains(marked, name) {
+		if slices.Contains(marked, name) || m.deleted[ta.TopicID] {
 			if allLive {
-				t.Errorf("topic %s marked for deletion with every replica live, not deleted", name)
+				t.Errorf("topic %s (marked for deletion: %v) deleted by the admin with every replica live, not deleted",
+					name, slices.Contains(marked, name))
 			}
 			continue
 		}

@@ -4,22 +4,19 @@ import "sync"
 
 // eventQueue is the driver's inbox (Kafka's ControllerEventManager queue):
 // unbounded and ordered, so watch callbacks, timers, the channel manager and
-// the broker's request handlers never block on the event loop. It counts
-// the events of each read class queued, so a handler can leave a re-read
-// to a later event of the same class (many watches firing at once cost one
-// read).
+// the broker's request handlers never block on the event loop. A handler
+// can see whether the next event is of its own read class and leave the
+// read to it (a burst of watches costs one read; reads of different
+// classes keep their order).
 type eventQueue struct {
-	mu      sync.Mutex
-	q       []driverEvent
-	head    int
-	pending map[readClass]int
-	wake    chan struct{} // 1-buffered
-	closed  bool
+	mu     sync.Mutex
+	q      []driverEvent
+	head   int
+	wake   chan struct{} // 1-buffered
+	closed bool
 }
 
-func newEventQueue() *eventQueue {
-	return &eventQueue{pending: map[readClass]int{}, wake: make(chan struct{}, 1)}
-}
+func newEventQueue() *eventQueue { return &eventQueue{wake: make(chan struct{}, 1)} }
 
 // push queues ev; false once closed.
 func (q *eventQueue) push(ev driverEvent) bool {
@@ -29,9 +26,6 @@ func (q *eventQueue) push(ev driverEvent) bool {
 		return false
 	}
 	q.q = append(q.q, ev)
-	if c := ev.class(); c != readNone {
-		q.pending[c]++
-	}
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -56,9 +50,6 @@ func (q *eventQueue) tryPop() (driverEvent, bool) {
 		q.q = append(q.q[:0], q.q[q.head:]...)
 		q.head = 0
 	}
-	if c := ev.class(); c != readNone {
-		q.pending[c]--
-	}
 	return ev, true
 }
 
@@ -79,11 +70,11 @@ func (q *eventQueue) pop() (driverEvent, bool) {
 	}
 }
 
-// queued tells whether an event of class c waits in the queue.
-func (q *eventQueue) queued(c readClass) bool {
+// nextIs tells whether the next event is one of read class c.
+func (q *eventQueue) nextIs(c readClass) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.pending[c] > 0
+	return q.head < len(q.q) && q.q[q.head].class() == c
 }
 
 // len is the number of queued events.

@@ -8,8 +8,17 @@ import (
 
 // Watches become events: every fired watch is one driverEvent; its handler
 // reads the whole listing again (setting the watch again) and steps the
-// Controller with it. A handler leaves the read to a later event of the
-// same class already queued, so a burst of watches costs one read.
+// Controller with it. A handler leaves the read to the next event when it
+// is of the same class, so a burst of watches costs one read.
+//
+// Listings depend on each other: the Controller removes a deletion request
+// for a topic it does not know, and ignores a log dir failure of a broker
+// it does not know. Watch events reach the queue in no particular order
+// (production forwards each watch on a goroutine of its own), so reading
+// the deletions reads the topics first, and reading the log dir
+// notifications reads the brokers first. A failed read marks its class
+// dirty, and every later read first redoes the dirty ones, in the order
+// brokers, topics, deletions, log dirs.
 
 // arm records a watch set on path and hands its channel to the
 // environment.
@@ -31,7 +40,7 @@ func (d *driver) onWatch(ev driverEvent) {
 		d.onControllerWatch()
 		return
 	}
-	if d.state != stActive || d.q.queued(ev.watch.class) {
+	if d.state != stActive || d.q.nextIs(ev.watch.class) {
 		return
 	}
 	d.reread(ev.watch.class)
@@ -96,45 +105,70 @@ func (d *driver) armControllerWatches() error {
 	return nil
 }
 
-// reread reads a listing and steps the Controller with it; a failed read
-// is tried again later (unless the session is gone: its end resigns).
+// readOrder is the order dirty listings are read in.
+var readOrder = [...]readClass{readBrokers, readTopics, readDeletions, readLogDirs}
+
+// reread reads listing c, and first every listing whose read failed, in
+// readOrder, stepping the Controller with each; a failed read leaves its
+// class dirty and is tried again later (unless the client is closed).
 func (d *driver) reread(c readClass) {
-	var ev Event
-	var err error
+	d.dirty[c] = true
+	switch c {
+	case readDeletions:
+		d.dirty[readTopics] = true
+	case readLogDirs:
+		d.dirty[readBrokers] = true
+	}
+	for _, k := range readOrder {
+		if !d.dirty[k] {
+			continue
+		}
+		ev, err := d.read(k)
+		if err != nil {
+			if !sessionGone(err) {
+				d.retry(evRead, driverEvent{kind: evRead, read: k}, err)
+			}
+			return
+		}
+		d.dirty[k] = false
+		d.ok(evRead)
+		d.step(ev)
+		if d.state != stActive {
+			return
+		}
+	}
+}
+
+// read reads listing c as the event the Controller takes.
+func (d *driver) read(c readClass) (Event, error) {
 	switch c {
 	case readBrokers:
-		var bs []Broker
-		if bs, err = d.readBrokers(); err == nil {
-			d.env.setBrokers(bs)
-			ev = BrokersChanged{Brokers: bs}
+		bs, err := d.readBrokers()
+		if err != nil {
+			return nil, err
 		}
+		d.env.setBrokers(bs)
+		return BrokersChanged{Brokers: bs}, nil
 	case readTopics:
-		var ts []Topic
-		if ts, err = d.readTopics(); err == nil {
-			ev = TopicsChanged{Topics: ts}
+		ts, err := d.readTopics()
+		if err != nil {
+			return nil, err
 		}
+		return TopicsChanged{Topics: ts}, nil
 	case readDeletions:
-		var names []string
-		if names, err = d.children(readDeletions, DeleteTopicsPath); err == nil {
-			slices.Sort(names)
-			ev = DeletionsRequested{Topics: names}
+		names, err := d.children(readDeletions, DeleteTopicsPath)
+		if err != nil {
+			return nil, err
 		}
-	case readLogDirs:
-		var evs []LogDirEvent
-		if evs, err = d.readLogDirs(); err == nil {
-			ev = LogDirEvents{Events: evs}
-		}
+		slices.Sort(names)
+		return DeletionsRequested{Topics: names}, nil
 	default:
-		return
-	}
-	if err != nil {
-		if !sessionGone(err) {
-			d.retry(evRead, driverEvent{kind: evRead, read: c}, err)
+		evs, err := d.readLogDirs()
+		if err != nil {
+			return nil, err
 		}
-		return
+		return LogDirEvents{Events: evs}, nil
 	}
-	d.ok(evRead)
-	d.step(ev)
 }
 
 // readBrokers reads every registration; a malformed one is logged and

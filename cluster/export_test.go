@@ -68,7 +68,11 @@ func NewModelNode(zk ZK, id int32, opts *ControllerOptions, log *slog.Logger) (*
 // Poll moves the session events and fired watches that arrived into the
 // queue (session events first, then watches in the order they were set);
 // it tells how many.
-func (n *ModelNode) Poll() int {
+func (n *ModelNode) Poll() int { return n.PollShuffled(nil) }
+
+// PollShuffled is Poll with the fired watches pushed in an order shuffle
+// picks (production's forwarding goroutines keep no order among watches).
+func (n *ModelNode) PollShuffled(shuffle func(n int, swap func(i, j int))) int {
 	moved := 0
 	for {
 		select {
@@ -84,19 +88,25 @@ func (n *ModelNode) Poll() int {
 		break
 	}
 	kept := n.env.watches[:0]
+	var fired []driverEvent
 	for _, w := range n.env.watches {
 		select {
 		case ev, ok := <-w.ch:
 			if ok {
-				n.env.q.push(driverEvent{kind: evWatch, watch: w.ref, fired: ev})
-				moved++
+				fired = append(fired, driverEvent{kind: evWatch, watch: w.ref, fired: ev})
 			}
 		default:
 			kept = append(kept, w)
 		}
 	}
 	n.env.watches = kept
-	return moved
+	if shuffle != nil {
+		shuffle(len(fired), func(i, j int) { fired[i], fired[j] = fired[j], fired[i] })
+	}
+	for _, ev := range fired {
+		n.env.q.push(ev)
+	}
+	return moved + len(fired)
 }
 
 // ConfigChanged tells the driver that /config/topics/T changed (what the

@@ -137,13 +137,26 @@ func TestMemberControllerFailover(t *testing.T) {
 	waitFor(t, 10*time.Second, "all led", func() bool { return allLed(t, c.admin, "t", 3, live) })
 	oldEpoch := old.BrokerEpoch()
 	i := slices.Index(c.members, old)
+	// cut off first, so it cannot come back before the others took over
+	c.handles[i].Disconnect()
 	c.srv.ExpireSession(c.handles[i].SessionID())
 
 	var next *cluster.Member
 	waitFor(t, 10*time.Second, "a new controller", func() bool {
-		next = controllerOf(t, c.members)
-		return next != nil && next != old
+		// the old one, cut off, cannot know it was deposed
+		next = controllerOf(t, slices.DeleteFunc(slices.Clone(c.members), func(m *cluster.Member) bool { return m == old }))
+		return next != nil
 	})
+	others := map[int32]bool{1: true, 2: true, 3: true}
+	delete(others, old.BrokerID())
+	waitFor(t, 10*time.Second, "its partitions led by the others", func() bool { return allLed(t, c.admin, "t", 3, others) })
+	for p := range assign {
+		st, _ := c.admin.PartitionState("t", int32(p))
+		if assign[p][0] == old.BrokerID() && (st.LeaderEpoch != 1 || slices.Contains(st.ISR, old.BrokerID())) {
+			t.Fatalf("partition %d after its leader died: %+v", p, st)
+		}
+	}
+	c.handles[i].Reconnect()
 	select {
 	case e := <-rereg:
 		if e <= oldEpoch {
@@ -152,19 +165,23 @@ func TestMemberControllerFailover(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no OnReregistered after the expiry")
 	}
-	// The old controller is a live broker again: every partition is led
-	// (possibly by it again, once it is back in the ISR: no ISR shrink
-	// here) and its epoch grew.
-	waitFor(t, 10*time.Second, "all led again", func() bool { return allLed(t, c.admin, "t", 3, live) })
-	for p := range assign {
-		st, _ := c.admin.PartitionState("t", int32(p))
-		if st.LeaderEpoch < 1 && assign[p][0] == old.BrokerID() {
-			t.Fatalf("partition %d led by the old controller kept leader epoch %d", p, st.LeaderEpoch)
+	waitFor(t, 10*time.Second, "the old controller to resign", func() bool { return !old.IsController() })
+	if old.BrokerEpoch() <= oldEpoch || controllerOf(t, c.members) != next {
+		t.Fatalf("old controller: epoch %d (was %d); controller changed", old.BrokerEpoch(), oldEpoch)
+	}
+	// back as a follower: the controller tells it its replicas' states
+	b := c.brokers[i]
+	waitFor(t, 10*time.Second, "LeaderAndIsr for its replicas", func() bool {
+		parts, _, _ := b.state()
+		for p := range assign {
+			st, _ := c.admin.PartitionState("t", int32(p))
+			got, ok := parts[cluster.TopicPartition{Topic: "t", Partition: int32(p)}]
+			if !ok || got.leader != st.Leader || got.leaderEpoch != st.LeaderEpoch {
+				return false
+			}
 		}
-	}
-	if old.BrokerEpoch() <= oldEpoch {
-		t.Fatalf("old controller's epoch %d, was %d", old.BrokerEpoch(), oldEpoch)
-	}
+		return true
+	})
 }
 
 // TestMemberDuplicateBrokerID: a second broker with a broker.id in use is

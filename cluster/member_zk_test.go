@@ -178,11 +178,10 @@ func TestMemberRealSessionExpiry(t *testing.T) {
 	const timeout = 4 * time.Second
 	var members []*cluster.Member
 	var proxies []*faultproxy.Proxy
-	var brokers []*testBroker
 	for i := int32(1); i <= 3; i++ {
 		z, p := dialReal(t, srv, timeout, true)
 		b := startTestBroker(t, i)
-		members, proxies, brokers = append(members, startMember(t, memberConfig(t, z, b))), append(proxies, p), append(brokers, b)
+		members, proxies = append(members, startMember(t, memberConfig(t, z, b))), append(proxies, p)
 	}
 	var old *cluster.Member
 	waitFor(t, 20*time.Second, "controller", func() bool { old = controllerOf(t, members); return old != nil })

@@ -28,7 +28,7 @@ type testBroker struct {
 	mu       sync.Mutex
 	reqs     []kmsg.Request
 	maxEpoch int32
-	stale    int
+	stale    int // requests refused for a stale controller epoch
 	live     int // live brokers in the last UpdateMetadata
 	parts    map[cluster.TopicPartition]brokerPart
 	changed  chan struct{} // closed and replaced at every change
@@ -256,12 +256,6 @@ func (b *testBroker) state() (map[cluster.TopicPartition]brokerPart, int32, <-ch
 		m[k] = v
 	}
 	return m, b.maxEpoch, b.changed
-}
-
-func (b *testBroker) staleCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.stale
 }
 
 func (b *testBroker) liveBrokers() int {

@@ -74,7 +74,9 @@
 //
 // Sync is File.Sync (fdatasync). On Linux the pages written through a shared
 // mapping are the file's page-cache pages, so fdatasync writes them; no msync is
-// needed. Going through the vfs keeps error injection working.
+// needed. Going through the vfs keeps error injection working; an injected
+// file also sees every entry written through the mapping (vfs.OpMapWrite)
+// before it is published, and a failed one is not.
 //
 // # Lookups
 //

@@ -36,6 +36,10 @@ var (
 	ErrReadOnly = errors.New("index: index is read-only")
 	// ErrClosed is returned by operations on a closed index.
 	ErrClosed = errors.New("index: index is closed")
+	// ErrMappedWrite is returned by Append when the file refused an entry
+	// written through its mapping (vfs.OpMapWrite of an injected file): the
+	// entry is not published.
+	ErrMappedWrite = errors.New("index: write through the mapping failed")
 )
 
 // CorruptionError says where an index is corrupt. It unwraps to ErrCorruptIndex.

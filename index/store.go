@@ -26,8 +26,9 @@ type store struct {
 	path     string
 	es       int64 // entry size in bytes
 	writable bool
-	mm       mmap.MMap // the mapping (mmap backend); nil for the fallback
-	mapLen   int64     // length of the mapping; 0 for the fallback (no limit)
+	mm       mmap.MMap                    // the mapping (mmap backend); nil for the fallback
+	mapCheck func(off int64, n int) error // the file's vfs.MapWriteChecker (injected files), or nil
+	mapLen   int64                        // length of the mapping; 0 for the fallback (no limit)
 	buf      atomic.Pointer[[]byte]
 	n        atomic.Int64 // published entries
 	maxN     atomic.Int64 // capacity in entries
@@ -107,6 +108,7 @@ func openStore(fs vfs.FS, path string, es int64, maxBytes int, writable bool) (*
 		}
 		s.mm = m
 		s.mapLen = length
+		s.mapCheck = vfs.MapWriteCheckFunc(f)
 		b := []byte(m)
 		s.buf.Store(&b)
 	} else {
@@ -195,11 +197,17 @@ func (s *store) slot(i int64) ([]byte, error) {
 	return b[i*s.es : end], nil
 }
 
-// commit writes slot i through to the file (fallback) and publishes it.
+// commit writes slot i through to the file (fallback) and publishes it. A
+// mapped slot is already written; an injected file is shown the write
+// first (vfs.OpMapWrite), and a failed one is not published.
 func (s *store) commit(i int64, e []byte) error {
 	if s.mm == nil {
 		if _, err := s.f.WriteAt(e, i*s.es); err != nil {
 			return fmt.Errorf("index: write %s: %w", s.path, err)
+		}
+	} else if s.mapCheck != nil {
+		if err := s.mapCheck(i*s.es, len(e)); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrMappedWrite, s.path, err)
 		}
 	}
 	s.n.Store(i + 1)

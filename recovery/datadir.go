@@ -25,6 +25,7 @@ type DataDir struct {
 	dir    string
 	o      *Options
 	unlock func() error
+	health *segment.Health // shared by every log of the directory (offline.go)
 
 	mu     sync.Mutex // guards logs and closed; serializes checkpoint writes
 	logs   map[TopicPartition]*segment.Log
@@ -59,7 +60,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 	} else if !st.IsDir() {
 		return nil, rep, fmt.Errorf("%w: %s", ErrNotDataDir, dir)
 	}
-	d := &DataDir{dir: dir, o: o, logs: map[TopicPartition]*segment.Log{}}
+	d := &DataDir{dir: dir, o: o, logs: map[TopicPartition]*segment.Log{}, health: newHealth(dir, o)}
 	if o.Lock != nil {
 		unlock, err := o.Lock(dir)
 		if err != nil {
@@ -104,6 +105,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		t := time.Now()
 		so := o.segmentOptions(p.tp.Topic)
 		so.RecoveryPoint, so.LogStartOffset, so.CleanShutdown = rps[p.tp], lsos[p.tp], trusted
+		so.Health = d.health
 		var pb *partitionBackup
 		if !o.NoBackup {
 			pb = &partitionBackup{fs: o.FS, pdir: p.dir, now: t0, shared: shared}
@@ -276,12 +278,18 @@ func (d *DataDir) Logs() map[TopicPartition]*segment.Log {
 
 // AddLog registers a log created after opening (a new partition), so that
 // checkpoints and shutdown cover it. Its directory must be PartitionDir(tp).
+// Open it with Options.Health set to Health(); a log with a Health of its
+// own is joined to the directory's (either failing fails both).
 func (d *DataDir) AddLog(tp TopicPartition, l *segment.Log) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return ErrClosed
 	}
+	if err := d.health.Err(); err != nil {
+		return err
+	}
+	d.health.Join(l.Health())
 	d.logs[tp] = l
 	return nil
 }
@@ -303,7 +311,8 @@ func (d *DataDir) PartitionDir(tp TopicPartition) string {
 
 // WriteCheckpoints writes the recovery-point checkpoint (every log's flushed
 // offset) and the log-start-offset checkpoint (logs whose start is above their
-// first segment's base), durably.
+// first segment's base), durably. An offline directory gets none (its error
+// is returned); a failed write takes it offline.
 func (d *DataDir) WriteCheckpoints() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -314,6 +323,9 @@ func (d *DataDir) WriteCheckpoints() error {
 }
 
 func (d *DataDir) writeCheckpoints() error {
+	if err := d.health.Err(); err != nil {
+		return err
+	}
 	rps := make(map[TopicPartition]int64, len(d.logs))
 	lsos := map[TopicPartition]int64{}
 	for tp, l := range d.logs {
@@ -323,10 +335,10 @@ func (d *DataDir) writeCheckpoints() error {
 		}
 	}
 	if err := checkpoint.WriteOffsets(d.o.FS, filepath.Join(d.dir, checkpoint.RecoveryPointFile), rps); err != nil {
-		return fmt.Errorf("recovery: write %s: %w", checkpoint.RecoveryPointFile, err)
+		return d.failCheckpoint(fmt.Errorf("recovery: write %s: %w", checkpoint.RecoveryPointFile, err))
 	}
 	if err := checkpoint.WriteOffsets(d.o.FS, filepath.Join(d.dir, checkpoint.LogStartOffsetFile), lsos); err != nil {
-		return fmt.Errorf("recovery: write %s: %w", checkpoint.LogStartOffsetFile, err)
+		return d.failCheckpoint(fmt.Errorf("recovery: write %s: %w", checkpoint.LogStartOffsetFile, err))
 	}
 	return nil
 }
@@ -337,6 +349,8 @@ func (d *DataDir) Shutdown() error { return d.Close() }
 // Close shuts the data directory down cleanly: every log is flushed and closed,
 // both checkpoints are written, then the clean-shutdown marker, and the lock is
 // released. If any step fails the marker is not written (the next open scans).
+// An offline directory's logs are closed without writing anything, neither
+// checkpoints nor the marker are written, and its error is returned.
 func (d *DataDir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -354,6 +368,9 @@ func (d *DataDir) Close() error {
 		return nil
 	})
 	err := errors.Join(errs...)
+	if herr := d.health.Err(); herr != nil {
+		err = herr // offline: one error, not one per log
+	}
 	if err == nil {
 		err = d.writeCheckpoints()
 	}

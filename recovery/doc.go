@@ -57,6 +57,19 @@
 // log dir holding a directory that is not a partition. If the bytes cannot be
 // saved nothing is cut and the partition fails to load.
 //
+// # Offline directories
+//
+// Every log of a DataDir shares one segment.Health (Kafka's
+// LogDirFailureChannel for the directory): an I/O error a log cannot undo, or
+// a failed checkpoint write, takes the whole directory offline. Its logs then
+// refuse appends, flushes and reads (segment.ErrOffline), no checkpoint is
+// written and Close writes no clean-shutdown marker, so the next start
+// recovers it from its last checkpoint (strata verify / recover find and cut
+// what the failure left first, if asked). The failure is logged once with
+// its cause and reported to Options.OnOffline (see offline.go).
+//
+// # Shutdown
+//
 // DataDir.Close (Shutdown) flushes and closes every log, writes both checkpoints
 // (recovery point = the flushed offset; log start only where it is above the
 // first segment's base), writes the clean-shutdown marker

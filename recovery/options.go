@@ -28,6 +28,10 @@ type Options struct {
 	// BrokerEpoch goes into the clean-shutdown marker (KIP-966); -1 writes an
 	// empty marker as Kafka before 3.7 did. Only the marker's presence matters.
 	BrokerEpoch int64
+	// OnOffline, if set, is called once when the data directory goes offline
+	// (see DataDir.Health): by the goroutine whose I/O error failed it,
+	// possibly holding a log's locks, so it must only record or signal.
+	OnOffline func(dir string, err error)
 	// BackupDir is where OpenDataDir saves every byte loading cuts, before
 	// cutting it, in the layout of Backup. Default "": each partition's own
 	// recovery-backup/<UTC time of the start> directory (BackupDirName),
@@ -69,7 +73,8 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// segmentOptions builds the options one partition is opened with.
+// segmentOptions builds the options one partition is opened with (the
+// DataDir sets Health).
 func (o *Options) segmentOptions(topic string) segment.Options {
 	var so segment.Options
 	if o.OptionsFor != nil {

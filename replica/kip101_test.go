@@ -171,12 +171,12 @@ func TestKIP279SuccessiveLeaders(t *testing.T) {
 	}
 }
 
-// TestLoadAfterLostTruncation: a follower cut its log (not yet synced) and
-// appended the new leader's epoch; power fails. The log comes back with the
-// old records, the epoch checkpoint (synced) with the new epoch starting
-// among them. Loading must notice, or the follower would answer its new
-// leader's divergence check with an epoch it does not hold and keep records
-// that differ from the leader's forever.
+// TestLoadAfterLostTruncation: a follower cut its log and appended the new
+// leader's epoch; power fails. segment.Log.TruncateTo makes the cut durable
+// before it returns (a lost cut used to bring the old records back), but the
+// append after it is lost, while the epoch checkpoint (synced) has the new
+// epoch starting at the log's end. Loading must notice, or the follower would
+// answer its new leader's divergence check with an epoch it does not hold.
 func TestLoadAfterLostTruncation(t *testing.T) {
 	f := followerWith(t, 0, 0, 0)
 	f.fs.(*vfs.MemFS).SyncAll() // the three epoch-0 records are durable
@@ -192,9 +192,9 @@ func TestLoadAfterLostTruncation(t *testing.T) {
 	if want := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 1}}; !slices.Equal(f.Epochs(), want) {
 		t.Fatalf("before the power loss: %v", f.Epochs())
 	}
-	f = restart(t, f, vfs.CrashOptions{}) // every unsynced change lost: the cut too
-	if got := readLog(t, f.Log(), -1); len(got) != 3 || got[1].Epoch != 0 {
-		t.Fatalf("the log should have its old records back: %v", got)
+	f = restart(t, f, vfs.CrashOptions{}) // every unsynced change lost: the append after the cut
+	if got := readLog(t, f.Log(), -1); len(got) != 1 || got[0].Epoch != 0 {
+		t.Fatalf("the log should hold the durable cut, its first record only: %v", got)
 	}
 	if want := []EpochEntry{{Epoch: 0, StartOffset: 0}}; !slices.Equal(f.Epochs(), want) {
 		t.Fatalf("loaded epochs %v, want %v: epoch 1 does not start at 1 in this log", f.Epochs(), want)

@@ -154,12 +154,32 @@ func (r *Runner) Close() error {
 	r.closeOnce.Do(func() {
 		r.stop()
 		r.wg.Wait()
+		r.sweep()
 		if err := r.m.CheckpointHighWatermarks(); err != nil {
 			r.closeErr = err
 			r.log.Error("writing the high-watermark checkpoint at shutdown", "err", err)
 		}
 	})
 	return r.closeErr
+}
+
+// sweep hands back what the loop queued while its senders were stopping
+// (the goroutines have ended): a request never sent is answered with
+// ErrRunnerStopped, so the Manager can be driven again.
+func (r *Runner) sweep() {
+	now := r.o.Now()
+	for _, f := range r.fetchers {
+		select {
+		case job := <-f.jobs:
+			r.m.FetchResponse(job.Target, job.Req, nil, ErrRunnerStopped, now)
+		default:
+		}
+	}
+	select {
+	case <-r.alterCh:
+		r.m.AlterPartitionResponse(nil, ErrRunnerStopped, now)
+	default:
+	}
 }
 
 // loop sends what Ready asks, then sleeps until the Manager signals new work
@@ -201,7 +221,7 @@ func (r *Runner) loop() {
 // dispatch hands each request of rd to its sender.
 func (r *Runner) dispatch(rd *Ready) {
 	for _, f := range rd.Fetches {
-		r.fetcherFor(f.Target).send(r, f)
+		r.sendFetch(f)
 	}
 	for _, l := range rd.ListOffsets {
 		r.wg.Add(1)

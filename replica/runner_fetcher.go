@@ -20,26 +20,22 @@ type fetcher struct {
 	bad  bool // the last exchange failed: log the next success
 }
 
-// fetcherFor returns the target's fetcher, starting it if needed.
-func (r *Runner) fetcherFor(tgt FetchTarget) *fetcher {
+// sendFetch queues a fetch for its target's fetcher, starting one if
+// needed. Lookup and send hold r.mu together, as retire does, so a fetch
+// never lands in the queue of a fetcher that has just retired. The queue
+// never holds more than one: the fetcher hands each outcome back before it
+// takes the next, and the Manager asks no new fetch for the target before
+// the outcome.
+func (r *Runner) sendFetch(req FetchRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := r.fetchers[tgt]
+	f := r.fetchers[req.Target]
 	if f == nil {
-		f = &fetcher{tgt: tgt, jobs: make(chan FetchRequest, 1)}
-		r.fetchers[tgt] = f
+		f = &fetcher{tgt: req.Target, jobs: make(chan FetchRequest, 1)}
+		r.fetchers[req.Target] = f
 		r.wg.Add(1)
 		go r.runFetcher(f)
 	}
-	return f
-}
-
-// send queues a fetch. The queue never holds more than one: the fetcher
-// hands each outcome back before it takes the next, and the Manager asks no
-// new fetch for the target before the outcome.
-func (f *fetcher) send(r *Runner, req FetchRequest) {
-	r.mu.Lock()
-	defer r.mu.Unlock() // with retire: the fetcher does not end with a job queued
 	select {
 	case f.jobs <- req:
 	default:
@@ -73,14 +69,7 @@ func (r *Runner) runFetcher(f *fetcher) {
 	for {
 		select {
 		case <-r.ctx.Done():
-			// Queued work still gets its outcome, so that the Manager
-			// could be driven again.
-			select {
-			case job := <-f.jobs:
-				r.m.FetchResponse(job.Target, job.Req, nil, ErrRunnerStopped, r.o.Now())
-			default:
-			}
-			return
+			return // Close's sweep hands back a queued fetch
 		case job := <-f.jobs:
 			r.fetch(f, job)
 		case <-t.C:

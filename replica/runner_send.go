@@ -90,12 +90,7 @@ func (r *Runner) runAlter() {
 		var req *kmsg.AlterPartitionRequest
 		select {
 		case <-r.ctx.Done():
-			select {
-			case req = <-r.alterCh:
-				r.m.AlterPartitionResponse(nil, ErrRunnerStopped, r.o.Now())
-			default:
-			}
-			return
+			return // Close's sweep hands back a queued request
 		case req = <-r.alterCh:
 		}
 		id, addr, ok := r.waitController(&bo)

@@ -420,6 +420,7 @@ type tcontroller struct {
 	mu     sync.Mutex
 	parts  map[TopicPartition]*tstate
 	alters []*kmsg.AlterPartitionRequest // every request answered
+	times  []time.Time                   // when each came
 	// refuse, when nonzero, is the top-level error code of every answer
 	// (NOT_CONTROLLER for a controller that lost its role).
 	refuse atomic.Int32
@@ -454,6 +455,7 @@ func (c *tcontroller) handleAlter(req *kmsg.AlterPartitionRequest) *kmsg.AlterPa
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.alters = append(c.alters, req)
+	c.times = append(c.times, time.Now())
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
 	if code := int16(c.refuse.Load()); code != 0 {
 		resp.ErrorCode = code

@@ -19,9 +19,11 @@ import (
 // over real sockets: acks=-1 produces complete once both followers fetched
 // the batch, the followers hold the leader's records with their offsets and
 // epochs, and learn the high watermark; each follower used one connection
-// (num.replica.fetchers=1) for all its fetches.
+// (num.replica.fetchers=1) for all its fetches. The lag time is an hour, so
+// Ready's NextMs is far away: the Runners' loops run on the Managers' Wake
+// alone.
 func TestRunnerReplicates(t *testing.T) {
-	c := newCluster(t, clusterOptions{}, 1, 2, 3)
+	c := newCluster(t, clusterOptions{cfg: func(cfg *Config) { cfg.ReplicaLagTimeMaxMs = 3600_000 }}, 1, 2, 3)
 	c.elect(tp0, 1, []int32{1, 2, 3}, 1, 2, 3)
 	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
 	for i := range 20 {
@@ -357,11 +359,17 @@ func TestRunnerAlterPartitionController(t *testing.T) {
 	c.ctrlOK = true
 	c.mu.Unlock()
 	c.nodes[1].run.ControllerChanged()
-	waitFor(t, "two refusals", func() bool { return first.alterCount() >= 2 })
+	// The same controller again only after a backoff doubling from the
+	// retry interval (50, 100, 200, 400 ms), not every 50 ms.
+	waitFor(t, "five refusals", func() bool { return first.alterCount() >= 5 })
 	wantISR(t, l, 1, 2)
 	first.mu.Lock()
 	a0 := first.alters[0]
+	spread := first.times[4].Sub(first.times[0])
 	first.mu.Unlock()
+	if spread < 700*time.Millisecond {
+		t.Fatalf("five AlterPartition requests to a controller answering NOT_CONTROLLER within %v", spread)
+	}
 	if a0.BrokerID != 1 || len(a0.Topics) != 1 || !slices.Equal(a0.Topics[0].Partitions[0].NewISR, []int32{1}) {
 		t.Fatalf("AlterPartition %+v", a0)
 	}
@@ -389,4 +397,93 @@ func TestRunnerOptions(t *testing.T) {
 	if _, err := StartRunner(m, o); !errors.Is(err, ErrInvalidRequest) {
 		t.Fatalf("socket timeout below the fetch wait: %v", err)
 	}
+}
+
+// fetcherTargets lists the Runner's live fetchers (tests).
+func (r *Runner) fetcherTargets() []FetchTarget {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []FetchTarget
+	for t := range r.fetchers {
+		out = append(out, t)
+	}
+	return out
+}
+
+// openConns is the number of connections the server holds open.
+func (s *tserver) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// TestRunnerLeaderChange: a new leader is elected; Ready re-targets the
+// followers' fetches to it (acks=-1 with all three in the ISR completes
+// only if both others fetch from it), and the fetcher to the old leader,
+// idle for replica.socket.timeout.ms, ends and closes its connection.
+func TestRunnerLeaderChange(t *testing.T) {
+	c := newCluster(t, clusterOptions{runner: func(_ int32, o *RunnerOptions) { o.SocketTimeoutMs = 1000 }}, 1, 2, 3)
+	c.elect(tp0, 1, []int32{1, 2, 3}, 1, 2, 3)
+	p1 := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	if s := await(t, p1, produce(t, p1, 3, "under 1"), 30000); s != AckCommitted {
+		t.Fatal(s)
+	}
+	waitFor(t, "caught up with broker 1", func() bool { return c.caughtUp(tp0, 1, 2, 3) })
+
+	c.elect(tp0, 2, []int32{1, 2, 3}, 1, 2, 3)
+	p2 := c.nodes[2].m.Partition(tp0.Topic, tp0.Partition)
+	if s := await(t, p2, produce(t, p2, 3, "under 2"), 30000); s != AckCommitted {
+		t.Fatal(s)
+	}
+	waitFor(t, "caught up with broker 2", func() bool { return c.caughtUp(tp0, 2, 1, 3) })
+	c.sameLogs(t, tp0, 2, 1, 3)
+	waitFor(t, "the fetchers to broker 1 gone", func() bool {
+		return slices.Equal(c.nodes[3].run.fetcherTargets(), []FetchTarget{{Broker: 2}}) &&
+			len(c.nodes[2].run.fetcherTargets()) == 0 && c.nodes[1].srv.openConns() == 0
+	})
+}
+
+// TestRunnerLeaderMoves: the leader's listener comes back on another port
+// and the controller announces it (LeaderAndIsr's live_leaders, a new
+// leader epoch): the fetchers drop the old address and dial the new one.
+func TestRunnerLeaderMoves(t *testing.T) {
+	c := newCluster(t, clusterOptions{}, 1, 2, 3)
+	c.elect(tp0, 1, []int32{1, 2, 3}, 1, 2, 3)
+	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	if s := await(t, l, produce(t, l, 3, "before"), 30000); s != AckCommitted {
+		t.Fatal(s)
+	}
+	old := c.nodes[1].srv
+	moved := startServer(t, "127.0.0.1:0", c.nodes[1].m, nil)
+	c.nodes[1].srv = moved
+	c.elect(tp0, 1, []int32{1, 2, 3}, 1, 2, 3)
+	if s := await(t, l, produce(t, l, 3, "after"), 30000); s != AckCommitted {
+		t.Fatal(s)
+	}
+	waitFor(t, "caught up at the new address", func() bool { return c.caughtUp(tp0, 1, 2, 3) })
+	c.sameLogs(t, tp0, 1, 2, 3)
+	if n := moved.accepted.Load(); n != 2 {
+		t.Fatalf("new address accepted %d connections, want 2", n)
+	}
+	waitFor(t, "the old address's connections closed", func() bool { return old.openConns() == 0 })
+}
+
+// TestRunnerRestarts: a follower's Runner closed and started again ten
+// times over the same Manager, wherever its fetch stands (parked, in the
+// air, being applied): every Close hands the outcomes back, so each new
+// Runner fetches again and acks=-1 produces keep committing.
+func TestRunnerRestarts(t *testing.T) {
+	c := newCluster(t, clusterOptions{}, 1, 2)
+	c.elect(tp0, 1, []int32{1, 2}, 1, 2)
+	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	for i := range 10 {
+		r := produce(t, l, 2, fmt.Sprint(i))
+		c.nodes[2].stop(t)
+		c.nodes[2].start(t)
+		if s := await(t, l, r, 30000); s != AckCommitted {
+			t.Fatalf("produce %d: %v", i, s)
+		}
+	}
+	waitFor(t, "caught up", func() bool { return c.caughtUp(tp0, 1, 2) })
+	c.sameLogs(t, tp0, 1, 2)
 }

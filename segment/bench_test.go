@@ -3,6 +3,7 @@ package segment
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,4 +94,54 @@ func BenchmarkRead(b *testing.B) {
 		r.Release()
 		off = (off + 100*int64(1<<20/len(batch))) % (l.LogEndOffset() - 1000)
 	}
+}
+
+// BenchmarkAppendLatencyAcrossRolls appends 1 KB batches to a log on the
+// real filesystem (TMPDIR) with 1 MiB segments, so every ~1000th append
+// rolls, while a second goroutine applies retention (retention.bytes 4 MiB)
+// every millisecond, and reports the append latency percentiles: what a
+// producer waits for when its append meets a roll or a retention delete
+// (their directory fsyncs used to run under the writer lock).
+func BenchmarkAppendLatencyAcrossRolls(b *testing.B) {
+	l, err := Open(filepath.Join(b.TempDir(), "p-0"), &Options{Logger: quiet, SegmentBytes: 1 << 20, RetentionBytes: 4 << 20, FileDeleteDelayMs: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := makeBatch(b, 0, 8, 1, record.CodecNone, 100)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				if _, err := l.ApplyRetention(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	lat := make([]time.Duration, b.N)
+	b.SetBytes(int64(len(batch)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if _, err := l.Append(batch); err != nil {
+			b.Fatal(err)
+		}
+		lat[i] = time.Since(t0)
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) }
+	b.ReportMetric(q(0.5), "p50_ns")
+	b.ReportMetric(q(0.99), "p99_ns")
+	b.ReportMetric(q(0.999), "p99.9_ns")
+	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max_ns")
 }

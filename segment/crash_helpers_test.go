@@ -74,9 +74,12 @@ const (
 	stSetStart
 	stCleanReopen
 	stUncleanReopen
+	stTruncate
+	stClean
 )
 
-var stepNames = [...]string{"append", "flush", "flushTo", "roll", "deletePrefix", "retention", "setLogStart", "cleanReopen", "uncleanReopen"}
+var stepNames = [...]string{"append", "flush", "flushTo", "roll", "deletePrefix", "retention", "setLogStart", "cleanReopen", "uncleanReopen",
+	"truncate", "clean"}
 
 func (k stepKind) String() string { return stepNames[k] }
 
@@ -93,6 +96,26 @@ type crashWorkload struct {
 	name  string
 	opts  Options
 	steps []wlStep
+}
+
+// newFaultWorkload is newCrashWorkload with truncations (TruncateTo) and
+// cleaner swaps (a copy of the oldest segments swapped in with
+// ReplaceSegments) mixed in, about one step in twenty each.
+func newFaultWorkload(name string, seed uint64, nsteps int, opts Options) crashWorkload {
+	w := newCrashWorkload(name, seed, nsteps, opts)
+	rng := rand.New(rand.NewPCG(seed^0xfa017, seed))
+	for i := range w.steps {
+		if w.steps[i].kind == stAppend {
+			continue
+		}
+		switch p := rng.IntN(100); {
+		case p < 25:
+			w.steps[i] = wlStep{kind: stTruncate, frac: 0.5 + rng.Float64()/2}
+		case p < 50:
+			w.steps[i] = wlStep{kind: stClean, n: 1 + rng.IntN(2)}
+		}
+	}
+	return w
 }
 
 // newCrashWorkload builds a script from seed: appends of 1-6 records with values of
@@ -164,6 +187,7 @@ type wlResult struct {
 	batches []wlBatch // every batch handed to Append, in order
 	// flushed is the highest FlushedOffset read after a successful operation:
 	// every acknowledged batch below it (and at or above firstKept) is durable.
+	// A truncation sets it back to the recovery point it leaves.
 	flushed int64
 	// checkpoint is the recovery point a checkpoint file could hold when the run
 	// stopped: the live log's FlushedOffset (which an unclean reopen sets back
@@ -177,13 +201,30 @@ type wlResult struct {
 	errStep   int   // its step index
 	log       *Log  // the log open when the run stopped (nil if none)
 	logged    *errLog
+
+	// Fault mode (runFaults) only.
+	retried    int      // steps that failed and were retried
+	offline    bool     // the run stopped because the log went offline
+	hw, rp     int64    // high watermark and recovery point when it went offline
+	violations []string // invariants broken while the workload ran
 }
 
 // run runs the script on fsys under dir, stopping at the first error. Between
 // steps it waits for the log's background work (the flush after a roll), so the
 // order of filesystem operations, and therefore every crash point, is the same in
 // every run.
-func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
+func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult { return w.runMode(fsys, dir, false) }
+
+// runFaults runs the script under injected I/O errors: after a failed step
+// the log must be either offline (the run stops there) or as before the step,
+// which is then retried once and must succeed. After every step the live log
+// is checked: high watermark <= log end, recovery point <= log end, and with
+// flush.messages=1 high watermark <= recovery point.
+func (w *crashWorkload) runFaults(fsys vfs.FS, dir string) *wlResult {
+	return w.runMode(fsys, dir, true)
+}
+
+func (w *crashWorkload) runMode(fsys vfs.FS, dir string, faults bool) *wlResult {
 	res := &wlResult{logged: &errLog{}, errStep: -1}
 	o := w.opts
 	o.FS = fsys
@@ -195,10 +236,17 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 	}
 	fail := func(i int, err error) *wlResult {
 		wait()
-		res.err, res.errStep = err, i
+		if res.err == nil {
+			res.err, res.errStep = err, i
+		}
 		return res
 	}
 	l, err := Open(dir, &o)
+	if err != nil && faults {
+		res.err, res.errStep = err, -1
+		res.retried++
+		l, err = Open(dir, &o)
+	}
 	if err != nil {
 		return fail(-1, err)
 	}
@@ -207,7 +255,27 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 		res.flushed = max(res.flushed, res.log.FlushedOffset())
 		res.checkpoint = res.log.FlushedOffset()
 	}
-	for i, s := range w.steps {
+	var opened *Log
+	var openHW int64
+	check := func(i int) {
+		l := res.log
+		if l == nil {
+			return
+		}
+		hw, end, rp := l.HighWatermark(), l.LogEndOffset(), l.FlushedOffset()
+		// What a (re)open found is not newly acknowledged: a process crash
+		// keeps unsynced pages, and the log serves them.
+		if l != opened {
+			opened, openHW = l, hw
+		}
+		if hw > end || rp > end || (w.opts.FlushMessages == 1 && hw > max(rp, openHW)) {
+			res.violations = append(res.violations, fmt.Sprintf("after step %d (%s): high watermark %d, log end %d, recovery point %d",
+				i, w.steps[i].kind, hw, end, rp))
+		}
+	}
+	retriedStep := -1
+	for i := 0; i < len(w.steps); i++ {
+		s := w.steps[i]
 		var err error
 		switch s.kind {
 		case stAppend:
@@ -229,9 +297,46 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 		case stSetStart:
 			start, end := l.LogStartOffset(), l.LogEndOffset()
 			err = l.SetLogStartOffset(start + int64(s.frac*float64(end-start)))
+		case stTruncate:
+			start, end := l.LogStartOffset(), l.LogEndOffset()
+			off := start + int64(s.frac*float64(end-start))
+			full := off <= l.Segments()[0].Base() || off < start
+			err = l.TruncateTo(off)
+			// Whether it worked or failed half way, what it was asked to
+			// remove is no longer promised: every batch holding an offset
+			// at or above off, or every batch when it empties the log.
+			cut := off
+			for j := range res.batches {
+				b := &res.batches[j]
+				if b.last >= off || full {
+					if b.acked && b.base < cut {
+						cut = b.base
+					}
+					b.acked = false
+				}
+			}
+			if full {
+				res.firstKept = max(res.firstKept, off)
+			}
+			if off < end || full {
+				res.flushed = min(res.flushed, cut)
+			}
+			if err == nil {
+				res.flushed = l.FlushedOffset()
+				res.firstKept = max(res.firstKept, l.Segments()[0].Base())
+			}
+		case stClean:
+			err = cleanCopy(l, s.n)
 		case stCleanReopen:
 			start := l.LogStartOffset()
 			err = l.Close()
+			if err != nil && faults && !errors.Is(err, ErrOffline) {
+				// Only closing a file failed: the log was flushed and sealed.
+				if res.err == nil {
+					res.err, res.errStep = err, i
+				}
+				err = nil
+			}
 			if err != nil {
 				res.log = nil // closed, whatever Close returned
 			} else {
@@ -241,6 +346,11 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 				ro.CleanShutdown, ro.LogStartOffset = true, start
 				res.log = nil
 				l, err = Open(dir, &ro)
+				if err != nil && faults {
+					res.err, res.errStep = err, i
+					res.retried++
+					l, err = Open(dir, &ro)
+				}
 				res.log = l
 			}
 		case stUncleanReopen:
@@ -252,6 +362,11 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 			ro.RecoveryPoint, ro.LogStartOffset = rp, start
 			res.log, res.checkpoint = nil, rp
 			l, err = Open(dir, &ro)
+			if err != nil && faults {
+				res.err, res.errStep = err, i
+				res.retried++
+				l, err = Open(dir, &ro)
+			}
 			res.log = l
 		}
 		if res.log != nil {
@@ -260,13 +375,81 @@ func (w *crashWorkload) run(fsys vfs.FS, dir string) *wlResult {
 				res.firstKept = max(res.firstKept, res.log.Segments()[0].Base())
 			}
 		}
+		if err != nil && faults {
+			wait()
+			if res.err == nil {
+				res.err, res.errStep = err, i
+			}
+			if errors.Is(err, ErrOffline) || (res.log != nil && res.log.Err() != nil) {
+				res.offline = true
+				if res.log != nil {
+					res.hw, res.rp = res.log.HighWatermark(), res.log.FlushedOffset()
+					check(i)
+				}
+				return res
+			}
+			// Rolled back: the same step again must work (FailAt fails one
+			// operation only).
+			if res.log != nil && retriedStep != i {
+				retriedStep = i
+				res.retried++
+				check(i)
+				i--
+				continue
+			}
+		}
 		if err != nil {
 			return fail(i, err)
 		}
 		wait()
 		observe()
+		if faults {
+			check(i)
+		}
 	}
 	return res
+}
+
+// cleanCopy swaps a copy of the n oldest segments (never the active one) in
+// for them, as the cleaner does: CreateCleaned, Append, Seal,
+// ReplaceSegments; Abort on any error.
+func cleanCopy(l *Log, n int) error {
+	segs := l.Segments()
+	n = min(n, len(segs)-1)
+	if n <= 0 {
+		return nil
+	}
+	old := segs[:n]
+	c, err := l.CreateCleaned(old[0].Base())
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		for _, s := range old {
+			if !s.Acquire() {
+				return ErrSegmentGone
+			}
+			buf := make([]byte, s.Size())
+			_, err := s.LogFile().ReadAt(buf, 0)
+			s.Release()
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			if err := c.Append(buf); err != nil {
+				return err
+			}
+		}
+		if err := c.Seal(); err != nil {
+			return err
+		}
+		return l.ReplaceSegments([]*Cleaned{c}, old, false)
+	}()
+	if err != nil {
+		if aerr := c.Abort(); aerr != nil {
+			return errors.Join(err, aerr)
+		}
+	}
+	return err
 }
 
 // servedBatch is a batch read back from a log.

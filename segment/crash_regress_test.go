@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratalog/strata/internal/vfs"
@@ -245,22 +246,24 @@ func TestRetiredSegmentCloseErrorLogged(t *testing.T) {
 }
 
 // TestDeletedUnflushedSegmentDoesNotCostFlushedData: a segment deleted before
-// its data was ever flushed (the flush after its roll failed, or had not run
-// yet) comes back after a power loss when its rename to .deleted was not
-// durable, with a torn tail. Recovery cut it there and removed every later
-// segment, with appends acknowledged as flushed after the delete.
+// its data was ever flushed (the flush after its roll had not run yet) comes
+// back after a power loss when its rename to .deleted was not durable, with a
+// torn tail. Recovery cut it there and removed every later segment, with
+// appends acknowledged as flushed after the delete. (When that flush fails
+// instead, the log goes offline: TestIOErrorConsistency.) Here the roll's
+// directory sync, which the flush waits for, is held while the segment is
+// deleted and more is appended and flushed.
 func TestDeletedUnflushedSegmentDoesNotCostFlushedData(t *testing.T) {
 	mem := newDataDirMem()
-	logged := &errLog{}
-	// The background flush after the roll fails: segment 0 is never synced.
-	inj := injectFirst(func(op vfs.Op) bool {
-		return op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, "00000000000000000000"+LogSuffix)
-	})
-	o := &Options{FS: vfs.Inject(mem, inj), FileDeleteDelayMs: -1, Logger: slog.New(logged)}
+	var armed atomic.Bool // from the roll on
+	held, entered, release := blockFirst(func(op vfs.Op) bool { return op.Kind == vfs.OpSyncDir && armed.Load() })
+	defer release()
+	o := &Options{FS: vfs.Inject(mem, held), FileDeleteDelayMs: -1, Logger: quiet}
 	l, err := Open(crashDir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer l.Close()
 	var batches []wlBatch // the deleted ones may come back: below firstKept
 	for i := range 3 {
 		b := makeBatch(t, i, 2, 1000, record.CodecNone, 40)
@@ -270,13 +273,11 @@ func TestDeletedUnflushedSegmentDoesNotCostFlushedData(t *testing.T) {
 		}
 		batches = append(batches, wlBatch{base: info.FirstOffset, last: info.LastOffset, bytes: b, acked: true})
 	}
+	armed.Store(true)
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	l.bg.Wait()
-	if logged.injected() != 1 {
-		t.Fatalf("the background flush did not fail as planned")
-	}
+	<-entered // the roll's directory sync is held: segment 0 is not flushed
 	if _, err := l.DeletePrefix(1); err != nil {
 		t.Fatal(err)
 	}
@@ -285,9 +286,13 @@ func TestDeletedUnflushedSegmentDoesNotCostFlushedData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Flush(); err != nil {
+	flushed := make(chan error, 1)
+	go func() { flushed <- l.Flush() }()
+	release()
+	if err := <-flushed; err != nil {
 		t.Fatal(err)
 	}
+	l.bg.Wait()
 	if l.FlushedOffset() <= info.LastOffset {
 		t.Fatalf("flushed offset %d does not cover the append", l.FlushedOffset())
 	}
@@ -307,6 +312,25 @@ func TestDeletedUnflushedSegmentDoesNotCostFlushedData(t *testing.T) {
 		n++
 	}
 	t.Logf("%d crash states", n)
+}
+
+// blockFirst holds the first operation match accepts until release, after
+// announcing it on entered. release may be called more than once.
+func blockFirst(match func(op vfs.Op) bool) (inj vfs.Injector, entered <-chan struct{}, release func()) {
+	var once, rel sync.Once
+	ent, gate := make(chan struct{}, 1), make(chan struct{})
+	inj = vfs.InjectorFunc(func(op vfs.Op) error {
+		if match(op) {
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				ent <- struct{}{}
+				<-gate
+			}
+		}
+		return nil
+	})
+	return inj, ent, func() { rel.Do(func() { close(gate) }) }
 }
 
 // TestCloseMakesIndexTrimDurable: after Close, a power loss must find every

@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"bytes"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -32,8 +31,8 @@ import (
 // lost or torn, files extended with zeros or garbage, unsynced directory entries
 // lost; see sampleCrashStates for which) are then opened as after a crash and
 // checked by checkRecovered / checkPromises (crash_helpers_test.go, where the
-// invariant is spelled out). TestIOErrorConsistency runs the same loop failing
-// one operation at a time instead (vfs.FailAt).
+// invariant is spelled out). TestIOErrorConsistency (fault_harness_test.go)
+// runs the same loop failing one operation at a time instead (vfs.FailAt).
 //
 // The recovery point each state is opened with cycles through 0 (scan
 // everything), the checkpoint a recovery-point file could hold at the crash
@@ -335,99 +334,3 @@ func forEachK(n int, f func(k int)) {
 }
 
 var _ = os.Stdout
-
-// TestIOErrorConsistency is the crash loop with I/O errors instead of crashes:
-// for every k, the k-th filesystem operation of any kind (reads, stats, opens
-// and closes included) fails once and everything after it works (vfs.FailAt).
-// The workload stops at its first error. Then:
-//   - the injected error was surfaced: returned by a Log method (wrapping the
-//     injected error) or logged at Error level by background work;
-//   - the log still open is usable or at least cleanly closable: an append
-//     after the error either works and reads back, or fails cleanly, and Close
-//     succeeds;
-//   - the directory, reopened as after a process crash (everything written
-//     kept) and as after a power loss (unsynced changes lost), satisfies the
-//     crash invariants (checkRecovered), with every acknowledged batch present
-//     in the first case when Close succeeded.
-func TestIOErrorConsistency(t *testing.T) {
-	t0 := time.Now()
-	var v violations
-	var points, checked, unreached atomic.Int64
-	report := func(s string) { v.add(s) }
-	for _, w := range crashWorkloads() {
-		counter := vfs.NewCounter()
-		res := w.run(vfs.Inject(newDataDirMem(), counter), crashDir)
-		K := counter.Count()
-		if res.err != nil {
-			t.Fatalf("%s: workload fails without injection: %v", w.name, res.err)
-		}
-		res.log.Close()
-		stride := 1
-		if testing.Short() {
-			stride = 5
-		}
-		t.Logf("%s: %d operations", w.name, K)
-		forEachK((K+stride-1)/stride, func(i int) {
-			k := i * stride
-			mem := newDataDirMem()
-			fail := vfs.FailAt(k)
-			seen := vfs.NewCounter() // the ops this run really made
-			fsys := vfs.Inject(vfs.Inject(mem, seen), fail)
-			res := w.run(fsys, crashDir)
-			where := fmt.Sprintf("%s k=%d/%d (stopped at step %d)", w.name, k, K, res.errStep)
-			if fail.Injected() == 0 {
-				// Background flushes make the op count vary a little from run to
-				// run; a point past this run's last op is legitimately unreached.
-				if seen.Count() > k {
-					report(where + ": the failure point was never reached")
-				}
-				unreached.Add(1)
-				return
-			}
-			points.Add(1)
-			switch {
-			case res.err == nil && res.logged.injected() == 0:
-				report(where + ": the injected error was swallowed: no error returned or logged")
-			case res.err != nil && !vfs.IsInjected(res.err):
-				report(fmt.Sprintf("%s: error does not wrap the injected one: %v", where, res.err))
-			}
-			closed := res.log == nil
-			if l := res.log; l != nil {
-				nb := append([]byte(nil), tailBatch...)
-				info, err := l.Append(nb)
-				if err == nil {
-					res.batches = append(res.batches, wlBatch{base: info.FirstOffset, last: info.LastOffset, bytes: nb, acked: true})
-					if r, err := l.Read(info.FirstOffset, 1<<20); err != nil {
-						report(fmt.Sprintf("%s: read after the error: %v", where, err))
-					} else {
-						got, err := r.ReadInto(nil)
-						r.Release()
-						if err != nil || !bytes.Equal(got, nb) {
-							report(fmt.Sprintf("%s: append after the error reads back %d bytes (%v)", where, len(got), err))
-						}
-					}
-				}
-				if err := l.Close(); err != nil {
-					report(fmt.Sprintf("%s: close after the error: %v", where, err))
-				} else {
-					closed = true
-					res.flushed = max(res.flushed, l.LogEndOffset())
-					res.checkpoint = l.LogEndOffset()
-				}
-			}
-			_ = closed
-			for j, st := range []*vfs.MemFS{mem.CrashClone(vfs.CrashOptions{KeepUnsynced: true}), mem.CrashClone(vfs.CrashOptions{})} {
-				rp := []int64{0, res.checkpoint}[j]
-				if err := checkRecovered(st, crashDir, w.opts, rp, res); err != nil {
-					report(fmt.Sprintf("%s, %s: %v", where, []string{"process crash", "power loss"}[j], err))
-				}
-				checked.Add(1)
-			}
-		})
-	}
-	v.report(t)
-	msg := fmt.Sprintf("I/O error harness: %d failure points, %d states checked, %d violations (%v)",
-		points.Load(), checked.Load(), v.total(), time.Since(t0).Round(time.Millisecond))
-	t.Log(msg)
-	fmt.Println(msg)
-}

@@ -27,8 +27,70 @@
 // are grouped: concurrent callers share one fdatasync of the log files, and
 // FlushedOffset (the recovery point) only moves after it. HighWatermark, what
 // ReadToHighWatermark and Changed serve consumers, is the end of the appends
-// that have returned, so under flush.messages it moves only after the fsync. Indexes are synced when
-// a segment rolls; recovery rebuilds them above the recovery point.
+// that have returned, so under flush.messages it moves only after the fsync:
+// an append that waits for one holds back every later append (they wait for
+// a flush too, whatever flush.messages says meanwhile), the raise after the
+// fsync never passes the recovery point, and a truncation only lowers it.
+// Indexes are synced when a segment rolls; recovery rebuilds them above the
+// recovery point.
+//
+// The directory fsync that makes a roll's new files, or a retention delete's
+// renames, durable runs behind the writer lock, as Kafka syncs the directory
+// after a roll in the background: appends to the new segment go on
+// meanwhile. Nothing that depends on those names moves before it has
+// returned: FlushTo completes it before it advances the recovery point (so
+// acknowledgements under flush.messages, checkpoints and a clean shutdown
+// come after it), and the recovery point jumps over deleted segments only
+// after it. Truncation, which replication needs rarely, syncs the cut
+// segment and the directory before it returns.
+//
+// # I/O errors
+//
+// Kafka's log-dir failure model (KIP-112), with undo where it is certain. Every
+// error of a write, fsync, truncate, rename, remove or directory sync is
+// either undone completely, the log left exactly as before the operation, or
+// it takes the log's directory offline: the Health shared by the logs of the
+// directory fails (Log.Err, wrapping ErrOffline and the cause), and from then
+// on every log in it refuses appends, flushes, rolls, truncations, deletions
+// and reads; neither the high watermark nor the recovery point moves again,
+// nothing more is written (Close only closes the files), and whoever owns the
+// directory (the recovery package's DataDir) writes no checkpoint and no
+// clean-shutdown marker for it and reports it (Kafka: KAFKA_STORAGE_ERROR,
+// the broker goes on with its other directories). The next start recovers
+// the directory from its last recovery point, cutting what the failure left.
+// Per operation:
+//
+//   - Append: a failed preallocation, pwrite, zero-fill or index write is
+//     undone: the index entries it added are withdrawn, the .log file is cut
+//     back to the appended data (a preallocated reserve goes with it and is
+//     allocated again), the max timestamp, roll time and index spacing
+//     restored; nothing was published. The append returns the error and the
+//     log stays online. If the undo fails, or the file turns out shorter than
+//     the data already in it (cut behind the log's back), the directory goes
+//     offline; so it does after a failed write through a memory mapping (the
+//     append mapping or a memory-mapped index: a fault, whose effect on the
+//     file cannot be known).
+//   - Roll: the new segment is created before the old one is sealed; a failed
+//     creation removes what it created (the old segment stays active) and the
+//     append fails; a failed removal or a failed seal takes the directory
+//     offline.
+//   - Any fsync (flush, the roll's background flush, the directory sync,
+//     Close): offline. A failed fsync is never retried: Linux may have dropped
+//     the dirty pages and report success to the next one (PostgreSQL's
+//     "fsyncgate", 2018), so the records it covered could be served and
+//     checkpointed without being on disk.
+//   - TruncateTo, retention and prefix deletes (the renames to .deleted and
+//     the removal of .deleted files), ReplaceSegments once its renames have
+//     begun: offline; Open repairs the files.
+//   - Cleaned segments (CreateCleaned, Cleaned.Append, Seal) are scratch
+//     files outside the log: their errors are returned and Abort removes
+//     them.
+//   - Reads and closes report their error and change nothing.
+//
+// Where we differ from Kafka: Kafka takes the directory offline on every
+// I/O error, reads included; strata undoes a failed append or segment
+// creation instead (a full disk costs the append, not the directory), and a
+// read error fails only that read.
 //
 // With Options.Preallocate (Kafka's preallocate / log.preallocate) the active
 // segment's file is fallocated ahead of the writer, so an fdatasync after an
@@ -45,7 +107,8 @@
 // a system call per append. When fsyncs come every few appends the segment
 // unmaps and writes with pwrite, because each fsync would make the next mapped
 // write fault. A fault in the mapping (an I/O error, a file cut by another
-// process) fails the append with an error.
+// process) fails the append with an error (debug.SetPanicOnFault) and takes
+// the directory offline.
 // While such a segment is being flushed, the writer also overwrites the
 // reserve just ahead of itself with zeros, so that later fdatasyncs write data
 // into blocks already written instead of converting unwritten extents.

@@ -27,6 +27,18 @@ var (
 	// in the list (deleted or truncated meanwhile), or asked to replace the
 	// active segment.
 	ErrSegmentsChanged = errors.New("segment: segments changed during cleaning")
+	// ErrOffline: the log's directory failed (an I/O error that could not be
+	// undone, see Health and the package doc); the log refuses every
+	// operation until it is repaired and reopened. Kafka answers
+	// KAFKA_STORAGE_ERROR.
+	ErrOffline = errors.New("segment: log directory offline after an I/O error")
+	// errNotUndone marks a failed operation whose undo failed too: the log
+	// cannot tell what is on disk and goes offline.
+	errNotUndone = errors.New("segment: undoing the failed operation failed")
+	// errMappedFault marks a failed write through a memory mapping (a fault:
+	// an I/O error paging the file in, or a file cut behind the log's back):
+	// the log goes offline, as it cannot tell what reached the file.
+	errMappedFault = errors.New("segment: fault in a mapped write")
 	// ErrSaveCut: Options.SaveCut failed, so loading cut nothing and stopped.
 	ErrSaveCut = errors.New("segment: could not save the bytes to cut")
 )

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -28,6 +29,26 @@ type Log struct {
 	hw     atomic.Int64 // high watermark: the end of the appends that have returned
 	start  atomic.Int64 // log start offset
 	closed atomic.Bool
+	health *Health // shared by the logs of one directory; failed: offline
+
+	// hwMu orders the high watermark raise after an append's fsync (outside
+	// the writer lock) with truncation, which lowers next, hw and flushed.
+	hwMu sync.Mutex
+	// awaitFlush is the end of the last append that waits for an fsync
+	// (flush.messages): while flushed is below it, later appends wait for
+	// a flush too instead of raising the high watermark over it.
+	awaitFlush atomic.Int64
+
+	// Directory syncs (log_dirsync.go): dirGen counts changes of the
+	// directory's entries that must become durable (a roll's new files,
+	// retention's renames), dirSynced the count the last SyncDir covered.
+	dirMu     sync.Mutex
+	dirGen    atomic.Int64
+	dirSynced atomic.Int64
+
+	// testHook, set by tests before use, runs at named points of an
+	// operation ("appended", "flushed": see append).
+	testHook func(stage string)
 
 	flushMu     sync.Mutex   // one fsync at a time (group commit)
 	flushed     atomic.Int64 // everything below is durable: the recovery point
@@ -67,9 +88,56 @@ func (l *Log) LogEndOffset() int64 { return l.next.Load() }
 // consumers never see a record a crash could still take back.
 func (l *Log) HighWatermark() int64 { return l.hw.Load() }
 
+// Err is nil while the log is usable, else the error (wrapping ErrOffline
+// and the cause) that took its directory offline; see Health.
+func (l *Log) Err() error { return l.health.Err() }
+
+// Health is the failure state the log shares with its directory.
+func (l *Log) Health() *Health { return l.health }
+
+// fail takes the log's directory offline because of cause, an I/O error the
+// operation could not undo, and returns the error the operation returns
+// (ErrOffline wrapping cause). The first failure of a directory is logged
+// here when nobody else watches the Health (a data directory logs it
+// itself).
+func (l *Log) fail(cause error) error {
+	err, first := l.health.fail(cause)
+	if first {
+		if l.health.onFail == nil {
+			l.o.Logger.Error("log offline after an I/O error: no more appends, flushes or checkpoints until it is repaired",
+				"dir", l.dir, "err", cause)
+		}
+		l.wake()
+	}
+	if !errors.Is(cause, ErrOffline) {
+		err = fmt.Errorf("%w: %w", ErrOffline, cause)
+	}
+	return err
+}
+
+// failIO is fail for an error of an I/O operation, passing through nil and
+// errors that are not I/O errors (an offline log's own error).
+func (l *Log) failIO(err error) error {
+	if err == nil || errors.Is(err, ErrOffline) {
+		return err
+	}
+	return l.fail(err)
+}
+
+// hook runs the test hook, if any.
+func (l *Log) hook(stage string) {
+	if l.testHook != nil {
+		l.testHook(stage)
+	}
+}
+
 // raiseHighWatermark moves the high watermark up to end (never past the log
-// end, which a truncation meanwhile may have lowered) and wakes waiters.
+// end, which a truncation meanwhile may have lowered) and wakes waiters. The
+// caller holds the writer lock or hwMu, either of which excludes truncation.
 func (l *Log) raiseHighWatermark(end int64) {
+	if l.health.Err() != nil {
+		return // nothing moves past a failed write
+	}
 	end = min(end, l.next.Load())
 	for {
 		cur := l.hw.Load()
@@ -146,6 +214,8 @@ func (l *Log) wake() {
 
 // Close flushes the log, closes every segment and stops background work. Readers
 // must have released their regions; pending deletions are carried out now.
+// An offline log (see Health) is closed without writing anything: no flush,
+// no trim, no pending deletion; Close returns its error.
 func (l *Log) Close() error {
 	if l.closed.Swap(true) {
 		return nil
@@ -156,28 +226,38 @@ func (l *Log) Close() error {
 		close(l.stopFlusher)
 	}
 	err := l.Flush()
+	if err == nil {
+		err = l.syncDir() // a roll with nothing appended after it
+	}
 	l.pendingMu.Lock()
 	for s, t := range l.pendingDel {
 		if t.Stop() {
 			delete(l.pendingDel, s)
-			l.finishDelete(s)
+			if l.health.Err() == nil {
+				l.finishDelete(s)
+			} else {
+				l.dropRef(s)
+			}
 			l.bg.Done()
 		}
 	}
 	l.pendingMu.Unlock()
 	l.bg.Wait()
 	segs := l.segs.Load().segs
-	if len(segs) > 0 {
+	if len(segs) > 0 && l.health.Err() == nil {
 		// The trim seal makes must be durable before the broker writes its
 		// clean-shutdown marker, or a power loss after a clean stop would
 		// bring the untrimmed (zero-padded) indexes back behind the marker.
 		if e := segs[len(segs)-1].seal(); e != nil && err == nil {
-			err = e
+			err = l.fail(e)
 		} else if e == nil {
 			if e := segs[len(segs)-1].flush(true); e != nil && err == nil {
-				err = e
+				err = l.fail(e)
 			}
 		}
+	}
+	if herr := l.health.Err(); herr != nil && err == nil {
+		err = herr
 	}
 	for _, s := range segs {
 		if s.refs.Add(-1) == 0 {

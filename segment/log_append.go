@@ -1,8 +1,10 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/stratalog/strata/index"
 	"github.com/stratalog/strata/record"
 )
 
@@ -31,24 +33,37 @@ func (l *Log) append(buf []byte, assign bool) (AppendInfo, error) {
 	if err != nil || !flush {
 		return info, err
 	}
+	l.hook("appended")
 	// flush.messages: fsync outside the writer's lock, so appends from other
 	// producers go on meanwhile and concurrent flushes share one fdatasync
 	// (FlushTo's group commit). This append returns only once its own data
 	// is durable; only then does the high watermark cover it.
-	if err := l.FlushTo(info.LastOffset + 1); err != nil {
+	end := info.LastOffset + 1
+	if err := l.FlushTo(end); err != nil {
 		return info, err
 	}
-	l.raiseHighWatermark(info.LastOffset + 1)
+	l.hook("flushed")
+	// Up to the recovery point only: a truncation since the append may have
+	// removed its records, and appends made after it may be waiting for
+	// their own fsync at the same offsets.
+	l.hwMu.Lock()
+	l.raiseHighWatermark(min(end, l.flushed.Load()))
+	l.hwMu.Unlock()
 	return info, nil
 }
 
-// appendLocked appends under the writer's lock; flush reports that
-// flush.messages asks for an fsync up to the append's end.
+// appendLocked appends under the writer's lock; flush reports that the
+// append must wait for an fsync up to its end before it returns: it reached
+// flush.messages, or an earlier append waits for one (the high watermark
+// cannot pass that append's records before their fsync).
 func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
 		return AppendInfo{}, false, ErrClosed
+	}
+	if err := l.health.Err(); err != nil {
+		return AppendInfo{}, false, err
 	}
 	info, err = l.checkAppend(buf, assign)
 	if err != nil {
@@ -65,15 +80,18 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 		}
 	}
 	if err := act.append(buf); err != nil {
+		if errors.Is(err, errNotUndone) || errors.Is(err, errMappedFault) || errors.Is(err, index.ErrMappedWrite) {
+			err = l.fail(err)
+		}
 		return AppendInfo{}, false, err
 	}
 	next := info.LastOffset + 1
 	l.next.Store(next)
-	flush = next-l.flushed.Load() >= l.o.FlushMessages
-	if !flush {
-		// While a flushing append waits, every later append asks for a
-		// flush too (the unflushed count only grows), so this exposes no
-		// record whose flush is pending.
+	flushed := l.flushed.Load()
+	flush = next-flushed >= l.o.FlushMessages || l.awaitFlush.Load() > flushed
+	if flush {
+		l.awaitFlush.Store(next)
+	} else {
 		l.raiseHighWatermark(next)
 	}
 	return info, flush, nil
@@ -126,33 +144,36 @@ func (l *Log) checkAppend(buf []byte, assign bool) (AppendInfo, error) {
 	return info, nil
 }
 
-// roll seals the active segment and starts a new one at base (writer lock held).
-// Older segments are flushed in the background, as Kafka does, which moves the
-// recovery point to the new base.
+// roll starts a new active segment at base and seals the old one (writer lock
+// held). The new segment is created first: if that fails, what it created is
+// removed and the old segment stays active (the log is unchanged); if the
+// removal or the seal fails, the log goes offline. The directory sync that
+// makes the new names durable, and then the flush of the sealed segments
+// (Kafka flushes them in the background too, which moves the recovery point
+// to the new base), run after the writer lock is released.
 func (l *Log) roll(base int64) (*Segment, error) {
 	old := l.active()
 	if old.size.Load() == 0 && old.base == base {
 		return old, nil
 	}
-	if err := old.seal(); err != nil {
-		return nil, err
-	}
 	seg, err := createSegment(l.fs, l.dir, base, l.o)
 	if err != nil {
+		if errors.Is(err, errNotUndone) {
+			return nil, l.fail(err)
+		}
 		return nil, err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := old.seal(); err != nil {
 		seg.closeFiles()
-		return nil, fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
+		return nil, l.fail(err)
 	}
+	l.dirChanged()
 	l.publish(append(append([]*Segment(nil), l.segs.Load().segs...), seg))
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
-		if err := l.FlushTo(base); err != nil {
+	l.afterDirSync(func() {
+		if err := l.FlushTo(base); err != nil && !errors.Is(err, ErrOffline) {
 			l.o.Logger.Error("flush after roll failed", "dir", l.dir, "err", err)
 		}
-	}()
+	})
 	return seg, nil
 }
 
@@ -162,6 +183,9 @@ func (l *Log) Roll() error {
 	defer l.mu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
+	}
+	if err := l.health.Err(); err != nil {
+		return err
 	}
 	_, err := l.roll(l.next.Load())
 	return err

@@ -8,8 +8,18 @@ import (
 // deleteOldest removes the n oldest segments from the list (never the last one),
 // advances the log start offset to the new first segment, renames their files to
 // .deleted at once and removes them after file.delete.delay.ms. Readers holding
-// them keep reading until they release. Writer lock held.
+// them keep reading until they release. Writer lock held. A failed rename takes
+// the log offline (the segments are already gone from the list).
+//
+// The renames are made durable by a directory sync in the background (see
+// log_dirsync.go); only after it does the recovery point jump to the new first
+// segment: a deleted segment never flushed that came back after a power loss
+// with a torn tail would make recovery cut there and remove every later
+// segment, flushed or not.
 func (l *Log) deleteOldest(n int, reason string) (int, error) {
+	if err := l.health.Err(); err != nil {
+		return 0, err
+	}
 	segs := l.segs.Load().segs
 	if n > len(segs)-1 {
 		n = len(segs) - 1
@@ -25,21 +35,25 @@ func (l *Log) deleteOldest(n int, reason string) (int, error) {
 	for _, v := range victims {
 		l.o.Logger.Info("deleting segment", "dir", l.dir, "base", v.base, "size", v.Size(), "reason", reason)
 		if err := l.retire(v); err != nil {
-			return 0, err
+			return 0, l.fail(err)
 		}
 	}
-	// The deletion must be durable before anything relies on it: a victim
-	// never flushed that came back after a power loss with a torn tail would
-	// make recovery cut there and remove every later segment, flushed or not.
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return 0, fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
-	}
-	if l.flushed.Load() < segs[n].base {
-		// Deleted data need not be flushed; the recovery point never lies below
-		// the log start.
-		l.flushed.Store(segs[n].base)
-	}
+	l.dirChanged()
+	base := segs[n].base
+	l.afterDirSync(func() { l.raiseFlushed(base) })
 	return n, nil
+}
+
+// raiseFlushed moves the recovery point up to base, the first segment left
+// by a deletion whose renames are durable: deleted data need not be flushed,
+// and the recovery point never lies below the log start. A truncation since
+// the deletion may have moved the log start below base; then nothing moves.
+func (l *Log) raiseFlushed(base int64) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.health.Err() == nil && base <= l.start.Load() && base <= l.next.Load() && l.flushed.Load() < base {
+		l.flushed.Store(base)
+	}
 }
 
 // retire renames a segment's files to .deleted and schedules their removal.
@@ -76,12 +90,22 @@ func (l *Log) scheduleRemoval(v *Segment) {
 	l.pendingMu.Unlock()
 }
 
-// finishDelete removes the .deleted files and drops the log's reference.
+// finishDelete removes the .deleted files and drops the log's reference. A
+// failed removal takes the log offline, as Kafka's asynchronous delete does;
+// an offline log leaves the files for recovery to remove.
 func (l *Log) finishDelete(v *Segment) {
-	if err := v.removeAll(DeletedSuffix); err != nil {
-		l.o.Logger.Error("removing deleted segment failed", "dir", l.dir, "base", v.base, "err", err)
+	if l.health.Err() == nil {
+		if err := v.removeAll(DeletedSuffix); err != nil {
+			l.fail(err)
+		}
 	}
-	if v.refs.Add(-1) == 0 { // release, reporting a failed close
+	l.dropRef(v)
+}
+
+// dropRef drops the log's reference on a retired segment, reporting a failed
+// close.
+func (l *Log) dropRef(v *Segment) {
+	if v.refs.Add(-1) == 0 {
 		if err := v.closeFiles(); err != nil {
 			l.o.Logger.Error("closing deleted segment failed", "dir", l.dir, "base", v.base, "err", err)
 		}
@@ -93,6 +117,9 @@ func (l *Log) finishDelete(v *Segment) {
 func (l *Log) SetLogStartOffset(off int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.health.Err(); err != nil {
+		return err
+	}
 	if off > l.next.Load() {
 		return fmt.Errorf("%w: log start offset %d beyond log end %d", ErrOffsetOutOfRange, off, l.next.Load())
 	}

@@ -1,13 +1,18 @@
 package segment
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Flush makes every record appended so far durable.
 func (l *Log) Flush() error { return l.FlushTo(l.next.Load()) }
 
 // FlushTo makes every offset below off durable. Concurrent callers are grouped:
 // one fsync covers everything appended before it started, and callers whose
-// offsets it covered return without syncing again (group commit).
+// offsets it covered return without syncing again (group commit). A failed
+// fsync takes the log offline (see Health): the recovery point stays below
+// it for good.
 func (l *Log) FlushTo(off int64) error {
 	if l.flushed.Load() >= off {
 		return nil
@@ -17,6 +22,9 @@ func (l *Log) FlushTo(off int64) error {
 	from := l.flushed.Load()
 	if from >= off {
 		return nil
+	}
+	if err := l.health.Err(); err != nil {
+		return err
 	}
 	target := l.next.Load() // load before the list: its data is in the list
 	segs := l.segs.Load().segs
@@ -39,8 +47,13 @@ func (l *Log) FlushTo(off int64) error {
 		err := s.flush(s != last)
 		s.release()
 		if err != nil {
-			return err
+			return l.fail(err)
 		}
+	}
+	// The segments' names must be durable too before the recovery point
+	// covers them (a roll's directory sync may still be running).
+	if err := l.syncDir(); err != nil {
+		return err
 	}
 	if target > l.flushed.Load() {
 		l.flushed.Store(target)
@@ -80,8 +93,8 @@ func (l *Log) runFlusher(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			ms := l.flushMs.Load()
-			if ms != Never && l.next.Load() > l.flushed.Load() && l.o.Now()-l.lastFlushMs.Load() >= ms {
-				if err := l.Flush(); err != nil {
+			if ms != Never && l.next.Load() > l.flushed.Load() && l.o.Now()-l.lastFlushMs.Load() >= ms && l.health.Err() == nil {
+				if err := l.Flush(); err != nil && !errors.Is(err, ErrOffline) {
 					l.o.Logger.Error("background flush failed", "dir", l.dir, "err", err)
 				}
 			}

@@ -83,14 +83,17 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 		return nil, nil, err
 	}
 	rep := &LoadReport{Dir: dir}
-	l := &Log{dir: dir, o: o, fs: o.FS}
+	l := &Log{dir: dir, o: o, fs: o.FS, health: o.Health}
+	if l.health == nil {
+		l.health = NewHealth(nil)
+	} else if err := l.health.Err(); err != nil {
+		return nil, nil, err
+	}
 	if _, err := o.FS.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		// A new partition directory: make its entry durable in the parent.
+		// A new partition directory; its entry is made durable in the parent
+		// with its first segment, below.
 		if err := o.FS.MkdirAll(dir, 0o755); err != nil {
 			return nil, rep, fmt.Errorf("segment: create %s: %w", dir, err)
-		}
-		if err := o.FS.SyncDir(filepath.Dir(dir)); err != nil {
-			return nil, rep, fmt.Errorf("segment: sync dir %s: %w", filepath.Dir(dir), err)
 		}
 	} else if err != nil {
 		return nil, rep, fmt.Errorf("segment: %w", err)
@@ -145,14 +148,23 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 		}
 		segs = segs[:0]
 	}
+	created := false
 	if len(segs) == 0 {
 		s, err := createSegment(l.fs, dir, o.LogStartOffset, o)
 		if err != nil {
 			return fail(err)
 		}
 		segs = append(segs, s)
-		if err := l.fs.SyncDir(dir); err != nil {
-			return fail(fmt.Errorf("segment: sync dir %s: %w", dir, err))
+		created = true
+	}
+	if created || !o.CleanShutdown {
+		// The directory's entries and its own entry in the parent are made
+		// durable for a new log, and after an unclean shutdown, which may
+		// have been an earlier Open that failed before its syncs.
+		for _, d := range []string{dir, filepath.Dir(dir)} {
+			if err := l.fs.SyncDir(d); err != nil {
+				return fail(fmt.Errorf("segment: sync dir %s: %w", d, err))
+			}
 		}
 	}
 	if err := segs[len(segs)-1].unseal(); err != nil {

@@ -38,6 +38,9 @@ func (l *Log) ReadToHighWatermark(offset, maxBytes int64) (Region, error) {
 }
 
 func (l *Log) read(offset, maxBytes int64, toHW bool) (Region, error) {
+	if err := l.health.Err(); err != nil {
+		return Region{}, err // an offline log serves nothing (KAFKA_STORAGE_ERROR)
+	}
 	for try := 0; ; try++ {
 		hw := l.hw.Load() // before the snapshot: every offset below it is in the list
 		v := l.Snapshot()

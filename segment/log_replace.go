@@ -25,6 +25,9 @@ type Cleaned struct {
 // CreateCleaned starts a cleaned segment with base offset base in the log's
 // directory. Stale .cleaned files of the same base are replaced.
 func (l *Log) CreateCleaned(base int64) (*Cleaned, error) {
+	if err := l.health.Err(); err != nil {
+		return nil, err
+	}
 	s := &Segment{fs: l.fs, dir: l.dir, base: base, o: l.o}
 	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 		if err := l.fs.Remove(s.Path(suf + CleanedSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -159,7 +162,8 @@ func (c *Cleaned) Abort() error {
 // allowActive is set (offline compaction); the last cleaned segment then becomes
 // the active one and must end at the log end offset. If the list changed since
 // old was taken (retention, truncation), ErrSegmentsChanged is returned and
-// nothing is touched: the caller aborts the cleaned segments.
+// nothing is touched: the caller aborts the cleaned segments. An I/O error
+// once the renames have begun takes the log offline (Open repairs the files).
 func (l *Log) ReplaceSegments(cleaned []*Cleaned, old []*Segment, allowActive bool) error {
 	if len(cleaned) == 0 || len(old) == 0 {
 		return fmt.Errorf("%w: nothing to replace", ErrBadAppend)
@@ -168,6 +172,9 @@ func (l *Log) ReplaceSegments(cleaned []*Cleaned, old []*Segment, allowActive bo
 	defer l.mu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
+	}
+	if err := l.health.Err(); err != nil {
+		return err
 	}
 	segs := l.segs.Load().segs
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base >= old[0].base })
@@ -203,7 +210,7 @@ func (l *Log) ReplaceSegments(cleaned []*Cleaned, old []*Segment, allowActive bo
 	// leaves a .cleaned file below every .swap file (rolled back at Open).
 	for k := len(cleaned) - 1; k >= 0; k-- {
 		if err := cleaned[k].seg.renameAll(CleanedSuffix, SwapSuffix); err != nil {
-			return err
+			return l.fail(err)
 		}
 	}
 	for _, c := range cleaned {
@@ -218,7 +225,7 @@ func (l *Log) ReplaceSegments(cleaned []*Cleaned, old []*Segment, allowActive bo
 	ns = append(ns, segs[i+len(old):]...)
 	if replacesActive {
 		if err := last.unseal(); err != nil {
-			return err
+			return l.fail(err)
 		}
 	}
 	l.publish(ns)
@@ -226,7 +233,7 @@ func (l *Log) ReplaceSegments(cleaned []*Cleaned, old []*Segment, allowActive bo
 	for _, o := range old {
 		l.o.Logger.Info("replacing cleaned segment", "dir", l.dir, "base", o.base, "size", o.Size())
 		if err := o.renameAll("", DeletedSuffix); err != nil {
-			return err
+			return l.fail(err)
 		}
 		l.scheduleRemoval(o)
 	}
@@ -236,15 +243,13 @@ func (l *Log) ReplaceSegments(cleaned []*Cleaned, old []*Segment, allowActive bo
 		for _, suf := range []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix, LogSuffix} {
 			err := l.fs.Rename(c.seg.Path(suf+SwapSuffix), c.seg.Path(suf))
 			if err != nil && !(suf != LogSuffix && errors.Is(err, fs.ErrNotExist)) {
-				return fmt.Errorf("segment: rename %s: %w", c.seg.Path(suf+SwapSuffix), err)
+				return l.fail(fmt.Errorf("segment: rename %s: %w", c.seg.Path(suf+SwapSuffix), err))
 			}
 		}
 	}
 	// 6. Make every rename durable.
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
-	}
-	return nil
+	l.dirChanged()
+	return l.syncDir()
 }
 
 // Acquire takes a reader's reference on the segment, keeping its files open

@@ -12,6 +12,9 @@ func (l *Log) ApplyRetention() (int, error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
+	if err := l.health.Err(); err != nil {
+		return 0, err
+	}
 	total, err := l.deleteBelowStart()
 	if err != nil {
 		return total, err

@@ -87,6 +87,10 @@ type Options struct {
 	// nothing cut. The recovery package sets it to keep a backup.
 	SaveCut func(file string, pos, n int64, kind string) (savedTo string, err error)
 
+	// Health is the failure state the log shares with the other logs of its
+	// directory (see Health); default: one of its own.
+	Health *Health
+
 	// Now returns the wall clock in milliseconds (default time.Now).
 	Now func() int64
 	// Logger receives what the log does (default slog.Default()).

@@ -34,23 +34,24 @@ type Segment struct {
 	refs  atomic.Int32 // the Log's reference plus one per active reader
 
 	// Writer-only state.
-	offsetOfMaxTs      int64        // last offset of the batch holding maxTs
-	allocated          int64        // file size reserved by preallocation (0: none)
-	wmap               []byte       // shared writable mapping of the reserve (segment_map.go)
-	mapOff             int64        // file offset of wmap[0]
-	mapFailed          bool         // the file cannot be mapped: appends use pwrite
-	mapByFlushes       bool         // flushes are rare enough for mapped appends
-	mappedAppends      int64        // appends copied into wmap (tests)
-	seenFlushes        int64        // flushes seen by the writer
-	appendsSinceFlush  int64        // appends since the writer saw a flush
-	flushes            atomic.Int64 // flush calls (any goroutine)
-	zeroed             int64        // the reserve is zero-filled below this (segment_zero.go)
-	bytesSinceFlush    int64        // bytes appended since the writer saw a flush
-	flushIntervalBytes int64        // bytes appended between the last two flushes seen
-	bytesSinceIndex    int64        // bytes appended since the last offset index entry
-	rollTs             int64        // max timestamp of the first batch, -1 when none
-	createdMs          int64        // wall clock at creation or open
-	indexesSynced      atomic.Bool  // indexes fsynced since they last changed
+	offsetOfMaxTs      int64                        // last offset of the batch holding maxTs
+	allocated          int64                        // file size reserved by preallocation (0: none)
+	wmap               []byte                       // shared writable mapping of the reserve (segment_map.go)
+	mapCheck           func(off int64, n int) error // the file's vfs.MapWriteChecker, if any
+	mapOff             int64                        // file offset of wmap[0]
+	mapFailed          bool                         // the file cannot be mapped: appends use pwrite
+	mapByFlushes       bool                         // flushes are rare enough for mapped appends
+	mappedAppends      int64                        // appends copied into wmap (tests)
+	seenFlushes        int64                        // flushes seen by the writer
+	appendsSinceFlush  int64                        // appends since the writer saw a flush
+	flushes            atomic.Int64                 // flush calls (any goroutine)
+	zeroed             int64                        // the reserve is zero-filled below this (segment_zero.go)
+	bytesSinceFlush    int64                        // bytes appended since the writer saw a flush
+	flushIntervalBytes int64                        // bytes appended between the last two flushes seen
+	bytesSinceIndex    int64                        // bytes appended since the last offset index entry
+	rollTs             int64                        // max timestamp of the first batch, -1 when none
+	createdMs          int64                        // wall clock at creation or open
+	indexesSynced      atomic.Bool                  // indexes fsynced since they last changed
 }
 
 // Base is the segment's base offset (its file name).
@@ -76,7 +77,10 @@ func (s *Segment) LogFile() vfs.File { return s.log }
 func (s *Segment) OffsetIndex() *index.OffsetIndex { return s.offIdx }
 func (s *Segment) TimeIndex() *index.TimeIndex     { return s.timeIdx }
 
-// createSegment makes the three files of a new, empty segment.
+// createSegment makes the three files of a new, empty segment. On failure it
+// removes the files it created, so that the log is as before and a later
+// roll at the same base can create them again; when that removal fails too
+// the error wraps errNotUndone.
 func createSegment(fsys vfs.FS, dir string, base int64, o *Options) (*Segment, error) {
 	s := &Segment{fs: fsys, dir: dir, base: base, o: o}
 	lf, err := fsys.OpenFile(s.Path(LogSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -84,22 +88,30 @@ func createSegment(fsys vfs.FS, dir string, base int64, o *Options) (*Segment, e
 		return nil, fmt.Errorf("segment: create %s: %w", s.Path(LogSuffix), err)
 	}
 	s.log = lf
+	undo := func(err error) (*Segment, error) {
+		if s.offIdx != nil {
+			s.closeFiles()
+		} else {
+			lf.Close()
+		}
+		if rerr := s.removeAll(""); rerr != nil {
+			return nil, fmt.Errorf("%w: %w; %w", errNotUndone, err, rerr)
+		}
+		return nil, err
+	}
 	// Stale index files of the same base (left by a crash) are replaced.
 	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
 		if err := fsys.Remove(s.Path(suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			lf.Close()
-			return nil, fmt.Errorf("segment: remove stale %s: %w", s.Path(suf), err)
+			return undo(fmt.Errorf("segment: remove stale %s: %w", s.Path(suf), err))
 		}
 	}
 	if err := s.openIndexes(true); err != nil {
-		lf.Close()
-		return nil, err
+		return undo(err)
 	}
 	s.init(o.Now())
 	s.next.Store(base)
 	if err := s.preallocate(0); err != nil {
-		s.closeFiles()
-		return nil, err
+		return undo(err)
 	}
 	return s, nil
 }

@@ -3,7 +3,6 @@ package segment
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/stratalog/strata/internal/vfs"
 	"golang.org/x/sys/unix"
@@ -37,9 +36,12 @@ func (s *Segment) writeEntries(buf []byte, pos int64) error {
 	}
 	if len(buf) < s.mapLimit() && pos+int64(len(buf)) <= s.allocated && !s.mapFailed && s.mapByFlushes {
 		if dst := s.mapped(pos, len(buf)); dst != nil {
-			if err := copyMapped(dst, buf); err != nil {
-				return fmt.Errorf("segment: write %s at %d through its mapping: %w", s.Path(LogSuffix), pos, err)
+			if s.mapCheck != nil { // an injected file: its fault point
+				if err := s.mapCheck(pos, len(buf)); err != nil {
+					return fmt.Errorf("%w: %s at %d: %w", errMappedFault, s.Path(LogSuffix), pos, err)
+				}
 			}
+			copy(dst, buf) // a fault here panics: see faultGuard
 			s.mappedAppends++
 			return nil
 		}
@@ -121,6 +123,7 @@ func (s *Segment) mapped(pos int64, n int) []byte {
 			return nil
 		}
 		s.wmap, s.mapOff = m, off
+		s.mapCheck = vfs.MapWriteCheckFunc(s.log)
 	}
 	return s.wmap[pos-s.mapOff : pos-s.mapOff+int64(n)]
 }
@@ -136,16 +139,13 @@ func (s *Segment) unmap() {
 	s.wmap, s.mapOff = nil, 0
 }
 
-// copyMapped copies src into the mapped dst, turning a fault (SIGBUS from an
-// I/O error or a file shortened behind our back) into an error.
-func copyMapped(dst, src []byte) (err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			err = fmt.Errorf("fault in mapped write: %v", r)
-		}
-	}()
-	copy(dst, src)
-	return nil
+// faultError turns the value recovered from a panic into the error of the
+// write that faulted, when it is a memory fault (debug.SetPanicOnFault: a
+// SIGBUS from an I/O error or a file cut behind the writer's back, in the
+// append mapping or an index's); anything else panics again.
+func faultError(r any, what string) error {
+	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		panic(r)
+	}
+	return fmt.Errorf("%w of %s: %v", errMappedFault, what, r)
 }

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,7 +77,8 @@ func TestMappedAppendsSurviveProcessCrash(t *testing.T) {
 
 // A fault in the mapping (here the file is cut behind the log's back, so the
 // next mapped write hits a page past the end: SIGBUS) fails that append with an
-// error instead of killing the process, and the log does not count it.
+// error instead of killing the process, the log does not count it, and its
+// directory goes offline: what reached the file cannot be known.
 func TestMappedAppendFaultIsError(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Open(dir, &Options{Preallocate: true, Logger: quiet})
@@ -96,11 +98,45 @@ func TestMappedAppendFaultIsError(t *testing.T) {
 	}
 	end, size := l.LogEndOffset(), l.Size()
 	_, err = l.Append(bytes.Clone(b))
-	if err == nil || !strings.Contains(err.Error(), "fault") {
-		t.Fatalf("append into a cut mapping: %v, want a fault error", err)
+	if err == nil || !strings.Contains(err.Error(), "fault") || !errors.Is(err, ErrOffline) {
+		t.Fatalf("append into a cut mapping: %v, want a fault error taking the log offline", err)
 	}
 	if l.LogEndOffset() != end || l.Size() != size {
 		t.Fatalf("after the failed append: end %d size %d, want %d and %d", l.LogEndOffset(), l.Size(), end, size)
+	}
+	if _, err := l.Append(bytes.Clone(b)); !errors.Is(err, ErrOffline) {
+		t.Fatalf("append after the fault: %v, want ErrOffline", err)
+	}
+}
+
+// An index file cut behind the log's back faults (SIGBUS) when the next
+// entry is written into its mapping. That used to kill the process; it is
+// the append's error now, and the directory goes offline.
+func TestMappedIndexFaultIsError(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, &Options{IndexIntervalBytes: 1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.Segments()[0].OffsetIndex().IsMapped() {
+		t.Skip("the index is not memory-mapped here")
+	}
+	for i := range 3 {
+		if _, err := l.Append(makeBatch(t, i, 1, 1, record.CodecNone, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(filepath.Join(dir, FilePath("", 0, IndexSuffix)), 0); err != nil {
+		t.Fatal(err)
+	}
+	end := l.LogEndOffset()
+	_, err = l.Append(makeBatch(t, 3, 1, 1, record.CodecNone, 100))
+	if err == nil || !errors.Is(err, ErrOffline) {
+		t.Fatalf("append whose index entry faults: %v, want a fault error taking the log offline", err)
+	}
+	if l.LogEndOffset() != end {
+		t.Fatalf("log end %d after the failed append, want %d", l.LogEndOffset(), end)
 	}
 }
 

@@ -18,6 +18,9 @@ type TimestampOffset struct {
 // start) whose timestamp is at least ts: Kafka's ListOffsets by time. ok is false
 // when every record is older.
 func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
+	if err := l.health.Err(); err != nil {
+		return TimestampOffset{}, false, err
+	}
 	v := l.Snapshot()
 	for _, s := range v.Segments {
 		if s.MaxTimestamp() < ts || s.NextOffset() <= v.Start {

@@ -161,6 +161,11 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 				ft.parts = append(ft.parts, fp)
 				continue
 			}
+			if p.offlineErr() != nil { // its log dir failed (logged once then)
+				fp.code, failed = kerr.KafkaStorageError.Code, true
+				ft.parts = append(ft.parts, fp)
+				continue
+			}
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			if total == 0 || limit > 0 {
 				r, err := p.log.ReadToHighWatermark(rp.FetchOffset, max(limit, 0))
@@ -170,6 +175,9 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 					failed = true
 				case errors.Is(err, segment.ErrClosed): // deleted meanwhile
 					fp.code = kerr.UnknownTopicOrPartition.Code
+					failed = true
+				case errors.Is(err, segment.ErrOffline): // logged once when the dir failed
+					fp.code = kerr.KafkaStorageError.Code
 					failed = true
 				case err != nil:
 					s.log.Error("fetch read failed", "topic", rt.Topic, "partition", rp.Partition, "offset", rp.FetchOffset, "error", err)

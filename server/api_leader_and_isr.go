@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,24 +33,22 @@ func (s *Server) handleLeaderAndIsr(req *kmsg.LeaderAndISRRequest) kmsg.Response
 		return resp
 	}
 	cl.takeTopics(req)
-	inconsistent := cl.dropInconsistentTopicIDs(req)
+	refused := cl.refusePartitions(req)
 	resp := cl.rm.LeaderAndIsr(req, time.Now().UnixMilli())
-	for _, tp := range inconsistent {
+	for _, r := range refused {
+		rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+		rp.Topic, rp.Partition, rp.ErrorCode = r.topic, r.partition, r.code
 		if req.Version < 5 {
+			resp.Partitions = append(resp.Partitions, rp)
 			continue
 		}
-		rp := kmsg.NewLeaderAndISRResponseTopicPartition()
-		rp.Topic, rp.Partition, rp.ErrorCode = tp.topic, tp.partition, kerr.InconsistentTopicID.Code
-		i := len(resp.Topics)
-		for j := range resp.Topics {
-			if resp.Topics[j].TopicID == cl.topicID(tp.topic) {
-				i = j
-			}
-		}
-		if i == len(resp.Topics) {
+		id := cl.topicID(r.topic)
+		i := slices.IndexFunc(resp.Topics, func(t kmsg.LeaderAndISRResponseTopic) bool { return t.TopicID == id })
+		if i < 0 {
 			t := kmsg.NewLeaderAndISRResponseTopic()
-			t.TopicID = cl.topicID(tp.topic)
+			t.TopicID = id
 			resp.Topics = append(resp.Topics, t)
+			i = len(resp.Topics) - 1
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}
@@ -80,11 +80,6 @@ func (cl *clusterNode) checkControlRequest(api string, controllerID, controllerE
 			return 0
 		}
 	}
-}
-
-type topicPart struct {
-	topic     string
-	partition int32
 }
 
 // takeTopics records the request's topic ids and reads the configs of
@@ -121,33 +116,57 @@ func (cl *clusterNode) topicID(topic string) [16]byte {
 	return cl.topicIDs[topic]
 }
 
-// dropInconsistentTopicIDs takes out of req the partitions this broker does
-// not host yet whose recovered directory's partition.metadata names another
-// topic id (a topic of the same name deleted while this broker was away):
-// Kafka answers them INCONSISTENT_TOPIC_ID and leaves the directory alone.
-func (cl *clusterNode) dropInconsistentTopicIDs(req *kmsg.LeaderAndISRRequest) []topicPart {
-	var out []topicPart
+// refusedPartition is a partition of a LeaderAndIsr answered before the
+// replica Manager sees it.
+type refusedPartition struct {
+	topic     string
+	partition int32
+	code      int16
+}
+
+// refusePartitions takes out of req the partitions this broker answers
+// itself, as Kafka's becomeLeaderOrFollower does before the epoch checks:
+// KAFKA_STORAGE_ERROR for a partition whose log lives in an offline log
+// dir (the controller then elects another leader and takes this broker
+// out of the ISR until it restarts), INCONSISTENT_TOPIC_ID for a partition
+// not hosted yet whose recovered directory's partition.metadata names
+// another topic id (a topic of the same name deleted while this broker was
+// away; the directory is left alone).
+func (cl *clusterNode) refusePartitions(req *kmsg.LeaderAndISRRequest) []refusedPartition {
+	var out []refusedPartition
+	check := func(topic string, id [16]byte, ps *kmsg.LeaderAndISRRequestTopicPartition) bool {
+		tp := replica.TopicPartition{Topic: topic, Partition: ps.Partition}
+		if p := cl.rm.Partition(topic, ps.Partition); p != nil {
+			if dd := cl.s.topics.dataDirOf(filepath.Dir(p.Log().Dir())); dd != nil && dd.Err() != nil {
+				out = append(out, refusedPartition{topic, ps.Partition, kerr.KafkaStorageError.Code})
+				return false
+			}
+			return true
+		}
+		l, dd := cl.s.topics.recoveredLog(tp)
+		switch {
+		case l == nil:
+		case dd.Err() != nil:
+			out = append(out, refusedPartition{topic, ps.Partition, kerr.KafkaStorageError.Code})
+			return false
+		case id != ([16]byte{}):
+			if err := checkPartitionMetadata(cl.s.topics.fs, l.Dir(), id); errors.Is(err, errInconsistentTopicID) {
+				cl.log.Error("partition directory of another topic id: not served", "topic", topic, "partition", ps.Partition, "error", err)
+				out = append(out, refusedPartition{topic, ps.Partition, kerr.InconsistentTopicID.Code})
+				return false
+			}
+		}
+		return true
+	}
 	for i := range req.TopicStates {
 		ts := &req.TopicStates[i]
-		if ts.TopicID == ([16]byte{}) {
-			continue
-		}
-		kept := ts.PartitionStates[:0:0]
-		for _, ps := range ts.PartitionStates {
-			tp := replica.TopicPartition{Topic: ts.Topic, Partition: ps.Partition}
-			if cl.rm.Partition(ts.Topic, ps.Partition) == nil {
-				if l, _ := cl.s.topics.recoveredLog(tp); l != nil {
-					if err := checkPartitionMetadata(l.Dir(), ts.TopicID); errors.Is(err, errInconsistentTopicID) {
-						cl.log.Error("partition directory of another topic id: not served", "topic", ts.Topic, "partition", ps.Partition, "error", err)
-						out = append(out, topicPart{ts.Topic, ps.Partition})
-						continue
-					}
-				}
-			}
-			kept = append(kept, ps)
-		}
-		ts.PartitionStates = kept
+		ts.PartitionStates = slices.DeleteFunc(ts.PartitionStates, func(ps kmsg.LeaderAndISRRequestTopicPartition) bool {
+			return !check(ts.Topic, ts.TopicID, &ps)
+		})
 	}
+	req.PartitionStates = slices.DeleteFunc(req.PartitionStates, func(ps kmsg.LeaderAndISRRequestTopicPartition) bool {
+		return !check(ps.Topic, [16]byte{}, &ps)
+	})
 	return out
 }
 

@@ -54,6 +54,9 @@ func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 
 // listOffset resolves one timestamp query to (offset, timestamp).
 func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64, int16) {
+	if p.offlineErr() != nil { // its log dir failed: KAFKA_STORAGE_ERROR
+		return -1, -1, kerr.KafkaStorageError.Code
+	}
 	return s.listOffsetBelow(p.log, p.log.HighWatermark, p.topic, p.index, ts, version)
 }
 

@@ -99,6 +99,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	if errors.Is(err, segment.ErrTooLarge) { // Kafka's RecordBatchTooLargeException
 		return kerr.RecordListTooLarge.Code, err.Error()
 	}
+	if errors.Is(err, segment.ErrOffline) { // logged once when the dir failed
+		return kerr.KafkaStorageError.Code, "the partition's log dir is offline after an I/O error"
+	}
 	if err != nil {
 		c.s.log.Error("append failed", "topic", p.topic, "partition", p.index, "error", err)
 		return kerr.KafkaStorageError.Code, "append failed"

@@ -23,7 +23,7 @@ func (s *Server) handleStopReplica(req *kmsg.StopReplicaRequest) kmsg.Response {
 	}
 	resp := cl.rm.StopReplica(req, time.Now().UnixMilli())
 	var offsets []int32
-	for _, p := range resp.Partitions {
+	for _, p := range resp.Partitions { // moved away or stopped: unload
 		if p.Topic == OffsetsTopic && p.ErrorCode != kerr.FencedLeaderEpoch.Code {
 			offsets = append(offsets, p.Partition)
 		}

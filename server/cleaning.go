@@ -28,6 +28,7 @@ func newCleaner(cfg *Config, ts *topicStore) (*cleaner.Manager, error) {
 		DisableCleaner:           !cfg.CleanerEnable,
 		ExplicitZeros:            true,
 		Logger:                   ts.log,
+		FS:                       ts.fs,
 	})
 }
 

@@ -91,7 +91,7 @@ func (s *Server) startCluster() error {
 	if err := s.topics.makeLogDirs(); err != nil {
 		return fail(err)
 	}
-	if cl.meta, err = readClusterMeta(cfg.LogDirs); err != nil {
+	if cl.meta, err = readClusterMeta(s.topics.fs, cfg.LogDirs); err != nil {
 		return fail(err)
 	}
 	if err := cl.resolveBrokerID(); err != nil {
@@ -177,7 +177,7 @@ func (cl *clusterNode) join() error {
 	cl.mem = mem
 	rm.SetBrokerEpoch(mem.BrokerEpoch())
 	if len(cl.meta.missing) > 0 {
-		if err := writeClusterMeta(cl.meta.missing, cl.clusterID, cl.id); err != nil {
+		if err := writeClusterMeta(cl.s.topics.fs, cl.meta.missing, cl.clusterID, cl.id); err != nil {
 			return err
 		}
 	}
@@ -233,12 +233,16 @@ func (cl *clusterNode) controllerChanged() {
 	}
 }
 
-// controllerAddr is the controller's id and inter-broker address, from the
-// metadata cache (else the member's view of /controller).
+// controllerAddr is the controller's id and inter-broker address: the
+// member's view of /controller (else the metadata cache's, which a new
+// controller's first UpdateMetadata updates a little later).
 func (cl *clusterNode) controllerAddr() (int32, string, bool) {
-	id := cl.images.load().controllerID
-	if id < 0 && cl.mem != nil {
-		id = cl.mem.ControllerID()
+	id := int32(-1)
+	if m := cl.mem; m != nil {
+		id = m.ControllerID()
+	}
+	if id < 0 {
+		id = cl.images.load().controllerID
 	}
 	if id < 0 {
 		return -1, "", false

@@ -232,3 +232,30 @@ func countRecords(t testing.TB, b []byte) int {
 	}
 	return n
 }
+
+// TestClusterMalformedTopicConfig: a /config/topics/T that does not decode
+// is logged and the broker's defaults are used: the partition is served,
+// not refused, and nothing panics.
+func TestClusterMalformedTopicConfig(t *testing.T) {
+	_, connect := testZK(t)
+	fc := newFakeController(t, connect)
+	z := testZKConn(t, connect)
+	if err := cluster.EnsurePersistentPaths(z, time.Now().Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := z.Create(cluster.TopicConfigPath("bad"), []byte(`{"version":1,"config":{"retention.ms":12`), cluster.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	b := startClusterBroker(t, connect, 1, t.TempDir())
+	st := partState{topic: "bad", id: newUUID(), partition: 0, leader: 1, leaderEpoch: 1, isr: []int32{1}, replicas: []int32{1}}
+	if resp := fc.leaderAndIsr(b, []*Server{b}, st); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("LeaderAndIsr: %+v", resp)
+	}
+	fc.updateMetadata(b, []*Server{b}, st)
+	if p := produceTo(t, client(t, b), "bad", 0, -1, 5000, 2); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	if got := b.cl.rm.Partition("bad", 0).Log().Options().RetentionMs; got != b.cfg.RetentionMs {
+		t.Fatalf("retention.ms %d, want the broker's %d", got, b.cfg.RetentionMs)
+	}
+}

@@ -70,7 +70,7 @@ func (cl *clusterNode) offsetsLeadershipChanged(parts []int32) {
 			continue
 		}
 		rp := cl.rm.Partition(OffsetsTopic, p)
-		leads := rp != nil && rp.Role() == replica.RoleLeader
+		leads := rp != nil && rp.Role() == replica.RoleLeader && cl.online(rp)
 		epoch := int32(-1)
 		if leads {
 			epoch = rp.LeaderEpoch()

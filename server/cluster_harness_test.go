@@ -41,6 +41,12 @@ func startClusterBroker(t testing.TB, connect string, id int32, dir string, extr
 }
 
 func tryClusterBroker(connect string, id int32, dir string, extra ...string) (*Server, error) {
+	return tryClusterBrokerWith(connect, id, dir, nil, extra...)
+}
+
+// tryClusterBrokerWith starts a cluster broker with opts (its Logger set
+// when nil).
+func tryClusterBrokerWith(connect string, id int32, dir string, opts *Options, extra ...string) (*Server, error) {
 	ov := append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir, "zookeeper.connect=" + connect,
 		"broker.id=" + strconv.Itoa(int(id)), "zookeeper.session.timeout.ms=4000", "zookeeper.connection.timeout.ms=10000",
 		"controlled.shutdown.enable=false", "group.initial.rebalance.delay.ms=0"}, extra...)
@@ -48,7 +54,14 @@ func tryClusterBroker(connect string, id int32, dir string, extra ...string) (*S
 	if err != nil {
 		return nil, err
 	}
-	return Start(cfg, &Options{Logger: testLogger()})
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = testLogger()
+	}
+	return Start(cfg, &o)
 }
 
 // testZKConn is a ZooKeeper session of the test's own, on the chroot.

@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/internal/history"
+	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -327,5 +332,182 @@ func TestClusterGroupCoordinatorMoves(t *testing.T) {
 		if v := fmt.Sprintf("e%05d", i); !seen[v] {
 			t.Fatalf("the group never read %s", v)
 		}
+	}
+}
+
+// TestClusterOffsetsTopicReplication: __consumer_offsets is created with
+// offsets.topic.replication.factor replicas once that many brokers live:
+// with one broker of a factor 2 FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE (as Kafka's "does not meet the required
+// replication factor"), once the second broker is up the topic is created
+// with 2 replicas per partition and the group is coordinated.
+func TestClusterOffsetsTopicReplication(t *testing.T) {
+	_, connect := testZK(t)
+	b1 := startClusterBroker(t, connect, 1, t.TempDir(), "offsets.topic.replication.factor=2", "offsets.topic.num.partitions=3")
+	waitFor(t, 30*time.Second, "broker 1 to see itself and a controller", func() bool {
+		im := b1.cl.images.load()
+		return len(im.brokers) == 1 && im.controllerID == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, []string{b1.Addr().String()}, kgo.RetryTimeout(time.Second)))
+	if co := adm.FindGroupCoordinators(ctx, "g"); !errors.Is(co["g"].Err, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("FindCoordinator with 1 of 2 brokers: %+v", co["g"])
+	}
+	if _, ok := b1.cl.images.load().topics[OffsetsTopic]; ok {
+		t.Fatal("the offsets topic was created with too few brokers")
+	}
+	startClusterBroker(t, connect, 2, t.TempDir(), "offsets.topic.replication.factor=2", "offsets.topic.num.partitions=3")
+	waitFor(t, 30*time.Second, "the group coordinated", func() bool {
+		co := adm.FindGroupCoordinators(ctx, "g")
+		return co["g"].Err == nil && co["g"].NodeID >= 1
+	})
+	for _, mp := range b1.cl.images.load().topics[OffsetsTopic].parts {
+		if len(mp.replicas) != 2 {
+			t.Fatalf("offsets partition replicas %v, want 2", mp.replicas)
+		}
+	}
+	// A produce to a topic nobody created: Metadata auto-creates it with
+	// default.replication.factor and the record lands once it is led.
+	cl := clusterClient(t, []string{b1.Addr().String()}, kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to an auto-created topic: %v", err)
+	}
+}
+
+// TestClusterZooKeeperOutage: with ZooKeeper stopped, the brokers keep
+// serving what they lead (acks=all produce and consume go on: replication
+// does not go through ZooKeeper); once it is back within the session
+// timeout the sessions resume and the controller works again (a topic can
+// be created).
+func TestClusterZooKeeperOutage(t *testing.T) {
+	zs, connect := testZK(t)
+	c := &inprocCluster{t: t, connect: connect}
+	for id := int32(1); id <= 3; id++ {
+		dir := t.TempDir()
+		c.dirs = append(c.dirs, dir)
+		c.brokers = append(c.brokers, startClusterBroker(t, connect, id, dir, "zookeeper.session.timeout.ms=20000",
+			"replica.lag.time.max.ms=20000", "replica.fetch.wait.max.ms=200", "offsets.topic.num.partitions=5"))
+	}
+	waitFor(t, 60*time.Second, "every broker live and a controller", func() bool {
+		md := metadataOf(t, c.addrs(), "")
+		return len(md.Brokers) == 3 && md.ControllerID >= 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	if res, err := adm.CreateTopic(ctx, 1, 3, nil, "outage"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("outage", 1, 3)
+	prod := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	send := func(v string) {
+		t.Helper()
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "outage", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	send("before")
+	zs.Stop()
+	for i := range 50 {
+		send(fmt.Sprintf("during-%d", i))
+	}
+	got := 0
+	cons := clusterClient(t, c.addrs(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"outage": {0: kgo.NewOffset().AtStart()}}))
+	for got < 51 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 51 records with ZooKeeper down", got)
+		}
+		got += len(fs.Records())
+	}
+	zs.Restart()
+	waitFor(t, 60*time.Second, "a topic created once ZooKeeper is back", func() bool {
+		res, err := adm.CreateTopic(ctx, 1, 3, nil, "after-outage")
+		return err == nil && (res.Err == nil || errors.Is(res.Err, kerr.TopicAlreadyExists))
+	})
+	c.waitLed("after-outage", 1, 3)
+	send("after")
+}
+
+// TestClusterLogDirFailure: the leader's log dir fails (its fsyncs return
+// an I/O error): the produce in flight answers KAFKA_STORAGE_ERROR, the
+// dir goes offline, the broker tells the controller
+// (/log_dir_event_notification), answers the controller's LeaderAndIsr for
+// the dir's partition with KAFKA_STORAGE_ERROR, and the controller elects
+// another ISR member and takes the broker out of the ISR: producers go on
+// at the new leader and every acknowledged record is there.
+func TestClusterLogDirFailure(t *testing.T) {
+	_, connect := testZK(t)
+	c := &inprocCluster{t: t, connect: connect}
+	var fail atomic.Bool
+	dir1 := t.TempDir()
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if fail.Load() && op.Kind == vfs.OpSync && strings.HasPrefix(op.Path, dir1+"/") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	extra := []string{"replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200", "offsets.topic.num.partitions=5"}
+	b1, err := tryClusterBrokerWith(connect, 1, dir1, &Options{FS: vfs.Inject(vfs.OS, inj)}, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b1.Close() })
+	c.brokers = append(c.brokers, b1)
+	for id := int32(2); id <= 3; id++ {
+		c.brokers = append(c.brokers, startClusterBroker(t, connect, id, t.TempDir(), extra...))
+	}
+	waitFor(t, 60*time.Second, "every broker live and a controller", func() bool {
+		md := metadataOf(t, c.addrs(), "")
+		return len(md.Brokers) == 3 && md.ControllerID >= 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	// Broker 1 first: the preferred (and first) leader. flush.messages=1
+	// makes every append fsync, so the failure shows at the next produce.
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "disk", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{1, 2, 3}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "flush.messages", kmsg2("1")
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	cresp, err := req.RequestWith(ctx, clusterClient(t, c.addrs()))
+	if err != nil || cresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %+v", err, cresp)
+	}
+	c.waitLed("disk", 1, 3)
+	if l := b1.cl.images.load().topics["disk"].parts[0].leader; l != 1 {
+		t.Fatalf("leader %d, want 1", l)
+	}
+	h := history.New()
+	prod := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceHistory(t, prod, h, "disk", 0, 50)
+	fail.Store(true)
+	produceHistory(t, prod, h, "disk", 50, 100) // retried at the new leader
+	var leader int32
+	var isr []int32
+	waitFor(t, 30*time.Second, "another leader and broker 1 out of the ISR", func() bool {
+		leader, isr, _ = partitionState(t, c.addrs()[1:], "disk", 0)
+		return leader >= 2 && !slices.Contains(isr, 1)
+	})
+	if off := b1.OfflineLogDirs(); len(off) != 1 {
+		t.Fatalf("offline log dirs %v", off)
+	}
+	consumeHistory(t, c.addrs()[1:], h, "after", "disk", 100)
+	for _, b := range c.brokers[1:] {
+		b.Close()
+	}
+	var reps []history.Replica
+	for i, dir := range []string{c.brokers[1].cfg.LogDirs[0], c.brokers[2].cfg.LogDirs[0]} {
+		reps = append(reps, readReplica(t, int32(i+2), dir, "disk", 0))
+	}
+	if rep := h.Check(reps); rep.Err() != nil {
+		t.Fatalf("history: %v (%s)", rep.Err(), rep.Summary())
 	}
 }

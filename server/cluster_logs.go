@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/stratalog/strata/cluster"
@@ -27,7 +26,7 @@ import (
 // makeLogDirs creates the log dirs.
 func (ts *topicStore) makeLogDirs() error {
 	for _, dir := range ts.cfg.LogDirs {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := ts.makeLogDir(dir); err != nil {
 			return fmt.Errorf("%w: %w", ErrDataDir, err)
 		}
 	}
@@ -108,6 +107,7 @@ func (cl *clusterNode) openLog(tp replica.TopicPartition, o replica.OpenOptions)
 		l := old
 		if o.StartAt >= 0 { // the follower starts over at the leader's log start
 			so := *opts
+			so.FS, so.Health = ts.fs, dd.Health()
 			so.LogStartOffset = o.StartAt
 			if l, err = cl.openSegmentLog(old.Dir(), &so); err != nil {
 				return nil, err
@@ -118,16 +118,21 @@ func (cl *clusterNode) openLog(tp replica.TopicPartition, o replica.OpenOptions)
 			}
 		}
 		if haveID {
-			if err := checkPartitionMetadata(l.Dir(), id); err != nil {
+			if err := checkPartitionMetadata(ts.fs, l.Dir(), id); err != nil {
 				return nil, err
 			}
 		}
 		cl.registerCleaner(t, tp, l)
 		return l, nil
 	}
-	dd := ts.dataDirOf(ts.emptiestDir())
+	dd := cl.emptiestOnlineDir()
+	if dd == nil {
+		return nil, fmt.Errorf("%w: every log dir is offline", ErrDataDir)
+	}
 	dir := dd.PartitionDir(tp)
-	l, err := cl.openSegmentLog(dir, opts)
+	so := *opts
+	so.FS, so.Health = ts.fs, dd.Health() // the log dir's filesystem and fate
+	l, err := cl.openSegmentLog(dir, &so)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,7 @@ func (cl *clusterNode) openLog(tp replica.TopicPartition, o replica.OpenOptions)
 		return nil, err
 	}
 	if haveID {
-		if err := checkPartitionMetadata(dir, id); err != nil {
+		if err := checkPartitionMetadata(ts.fs, dir, id); err != nil {
 			dd.RemoveLog(tp)
 			_ = l.Close()
 			return nil, err
@@ -168,16 +173,16 @@ var errInconsistentTopicID = errors.New("server: partition directory of another 
 
 // checkPartitionMetadata checks a partition directory's partition.metadata
 // against the topic id, writing it when missing.
-func checkPartitionMetadata(dir string, id [16]byte) error {
+func checkPartitionMetadata(fsys vfs.FS, dir string, id [16]byte) error {
 	pm := filepath.Join(dir, PartitionMetadataFile)
-	if b, err := os.ReadFile(pm); err == nil {
+	if b, err := readFile(fsys, pm); err == nil {
 		if got := partitionMetadataID(b); got != uuidString(id) {
 			return fmt.Errorf("%w: %s holds topic id %q, the controller says %s", errInconsistentTopicID, pm, got, uuidString(id))
 		}
 		return nil
 	}
 	text := "version: 0\ntopic_id: " + uuidString(id) + "\n"
-	if err := fsutil.WriteFileAtomic(vfs.OS, pm, []byte(text)); err != nil {
+	if err := fsutil.WriteFileAtomic(fsys, pm, []byte(text)); err != nil {
 		return fmt.Errorf("%w: %w", ErrDataDir, err)
 	}
 	return nil
@@ -221,6 +226,23 @@ func (cl *clusterNode) onTruncate(tp replica.TopicPartition, l *segment.Log) {
 	}
 }
 
+// emptiestOnlineDir is the online log dir holding the fewest partition
+// directories, nil when every one is offline.
+func (cl *clusterNode) emptiestOnlineDir() *recovery.DataDir {
+	ts := cl.s.topics
+	var best *recovery.DataDir
+	bestN := -1
+	for _, dd := range ts.dataDirs {
+		if dd.Err() != nil {
+			continue
+		}
+		if n := len(subdirs(ts.fs, dd.Dir())); bestN < 0 || n < bestN {
+			best, bestN = dd, n
+		}
+	}
+	return best
+}
+
 // logStrays names the recovered partitions no LeaderAndIsr claimed (after
 // the first one): kept, not served.
 func (cl *clusterNode) logStrays() {
@@ -232,4 +254,22 @@ func (cl *clusterNode) logStrays() {
 			}
 		}
 	}
+}
+
+// online reports whether a replica's log dir is online.
+func (cl *clusterNode) online(p *replica.Partition) bool {
+	dd := cl.s.topics.dataDirOf(filepath.Dir(p.Log().Dir()))
+	return dd == nil || dd.Err() == nil
+}
+
+// logDirOffline tells the controller that a log dir of this broker failed
+// (Kafka's LogDirFailureHandler: a /log_dir_event_notification znode): it
+// sends this broker a LeaderAndIsr for its replicas, those of the offline
+// dir answer KAFKA_STORAGE_ERROR, and the controller elects other leaders
+// and takes this broker out of their ISRs until it restarts.
+func (cl *clusterNode) logDirOffline(dir string) {
+	if cl.mem != nil {
+		cl.mem.ReportLogDirFailure()
+	}
+	cl.log.Error("log dir offline: the controller is told, its partitions move to other replicas", "dir", dir)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -24,11 +23,11 @@ type clusterMeta struct {
 // readClusterMeta reads every log dir's meta.properties; the dirs must
 // agree on the cluster id and the broker id (Kafka's
 // InconsistentBrokerMetadataException otherwise).
-func readClusterMeta(dirs []string) (clusterMeta, error) {
+func readClusterMeta(fsys vfs.FS, dirs []string) (clusterMeta, error) {
 	m := clusterMeta{brokerID: -1}
 	for _, dir := range dirs {
 		p := filepath.Join(dir, MetaPropertiesFile)
-		f, err := os.Open(p)
+		f, err := fsys.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			m.missing = append(m.missing, dir)
 			continue
@@ -81,10 +80,10 @@ func (m *clusterMeta) checkClusterID(zkID string) error {
 
 // writeClusterMeta writes meta.properties where it is missing, as Kafka's
 // ZooKeeper mode does: version 0, broker.id, cluster.id.
-func writeClusterMeta(dirs []string, clusterID string, brokerID int32) error {
+func writeClusterMeta(fsys vfs.FS, dirs []string, clusterID string, brokerID int32) error {
 	text := fmt.Sprintf("#\n# written by strata\nbroker.id=%d\nversion=0\ncluster.id=%s\n", brokerID, clusterID)
 	for _, dir := range dirs {
-		if err := fsutil.WriteFileAtomic(vfs.OS, filepath.Join(dir, MetaPropertiesFile), []byte(text)); err != nil {
+		if err := fsutil.WriteFileAtomic(fsys, filepath.Join(dir, MetaPropertiesFile), []byte(text)); err != nil {
 			return fmt.Errorf("%w: %w", ErrDataDir, err)
 		}
 	}

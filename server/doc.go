@@ -161,7 +161,24 @@
 // shutdown was clean. New partitions are registered with DataDir.AddLog.
 // Checkpoints are written every log.flush.offset.checkpoint.interval.ms and
 // after DeleteRecords; Close closes each DataDir (flush, checkpoints, clean-
-// shutdown marker, unlock).
+// shutdown marker, unlock). A missing log dir is created and its entry made
+// durable in its parent. Everything the broker stores goes through
+// Options.FS (the OS by default; tests run whole brokers on a MemFS and
+// start them again from power-loss clones).
+//
+// # Offline log dirs
+//
+// Kafka's log-dir failure model (KIP-112, see the segment and recovery
+// package docs): an I/O error a log cannot undo takes its whole log dir
+// offline. Its partitions answer Produce, Fetch and ListOffsets with
+// KAFKA_STORAGE_ERROR, no checkpoint and no clean-shutdown marker is written
+// for it, and the partitions of the other log dirs are served as before. The
+// failure is logged once with its cause; a handler goroutine (Kafka's
+// LogDirFailureHandler) takes the dir's partitions out of the cleaner and
+// calls Options.OnLogDirOffline; Server.OfflineLogDirs lists the offline
+// dirs. When every log dir is offline Server.AllLogDirsFailed is closed and
+// strata broker exits with a non-zero status. A start with a log dir that
+// cannot be loaded still fails as a whole (Kafka would go on without it).
 //
 // DeleteTopics first drops the topic from the topic table (durably), then
 // closes its logs and renames each partition directory
@@ -324,6 +341,12 @@
 // served, and named in the log after the first LeaderAndIsr (Kafka 2.x
 // keeps strays too; the controller deletes the replicas of deleted topics
 // with StopReplica when the broker returns).
+// A log dir that goes offline (the log-dir failure model above) is
+// reported to the controller (a /log_dir_event_notification znode); the
+// controller's LeaderAndIsr for its partitions is answered
+// KAFKA_STORAGE_ERROR before any epoch check (Kafka's offline hosted
+// partition), so their leaderships move and this broker leaves their ISRs
+// until it restarts; new partitions go to online dirs only.
 //
 // Control requests (advertised in ApiVersions in cluster mode only):
 // LeaderAndIsr v0-5, UpdateMetadata v0-7, StopReplica v0-3 from the

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stratalog/strata/internal/vfs"
 )
 
 // Options are the Go-level knobs that are not Kafka properties.
@@ -19,6 +21,14 @@ type Options struct {
 	// OpenLog opens a new partition's log (default segment.Open); logs found
 	// at start are loaded by recovery.OpenDataDir.
 	OpenLog LogOpener
+	// FS is the filesystem of everything the broker stores: log dirs, topic
+	// table, meta.properties, checkpoints (default vfs.OS; tests pass a
+	// vfs.MemFS to take power-loss clones of a running broker).
+	FS vfs.FS
+	// OnLogDirOffline, if set, is called (from the broker's log-dir failure
+	// handler, not the failing goroutine) for each log dir that goes offline
+	// after an I/O error; see Server.OfflineLogDirs.
+	OnLogDirOffline func(dir string, err error)
 }
 
 // Server is a running single-node broker.
@@ -43,6 +53,9 @@ type Server struct {
 	accWG   sync.WaitGroup
 	bgWG    sync.WaitGroup // background jobs (retention)
 	nextID  atomic.Uint64
+
+	onLogDirOffline func(dir string, err error)
+
 	closeMu sync.Mutex
 	closed  bool
 	stopErr error
@@ -73,6 +86,9 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	if o.OpenLog == nil {
 		o.OpenLog = openSegmentLog
 	}
+	if o.FS == nil {
+		o.FS = vfs.OS
+	}
 	limits, err := newConnLimits(cfg)
 	if err != nil {
 		return nil, err
@@ -85,9 +101,10 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		limits: limits,
 		reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes),
 
-		decompression: newMemBudget(DecompressionBudget),
+		decompression:   newMemBudget(DecompressionBudget),
+		onLogDirOffline: o.OnLogDirOffline,
 	}
-	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger)
+	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger, o.FS)
 	cm, err := newCleaner(cfg, s.topics)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -129,6 +146,8 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	go s.groups.expiryLoop()
 	s.bgWG.Add(1)
 	go s.checkpointLoop()
+	s.bgWG.Add(1)
+	go s.logDirFailureLoop()
 	for i, ln := range s.listeners {
 		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
 			"node_id", s.NodeID(), "cluster_id", s.ClusterID(), "log_dirs", cfg.LogDirs)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -73,7 +72,9 @@ type topicStore struct {
 	cfg       *Config
 	open      LogOpener
 	log       *slog.Logger
+	fs        vfs.FS // everything the broker stores goes through it (Options.FS)
 	clusterID string
+	dirs      *logDirFailures // offline log dirs (datadirs.go)
 
 	dataDirs []*recovery.DataDir // one per log dir, opened by recovery
 	reports  []*recovery.Report  // what recovery did at start
@@ -84,15 +85,16 @@ type topicStore struct {
 	closed bool
 }
 
-func newTopicStore(cfg *Config, open LogOpener, log *slog.Logger) *topicStore {
-	return &topicStore{cfg: cfg, open: open, log: log, topics: map[string]*topic{}}
+func newTopicStore(cfg *Config, open LogOpener, log *slog.Logger, fsys vfs.FS) *topicStore {
+	return &topicStore{cfg: cfg, open: open, log: log, fs: fsys, topics: map[string]*topic{},
+		dirs: newLogDirFailures(len(cfg.LogDirs))}
 }
 
 // load prepares every log dir (meta.properties), reads the topic table, runs
 // recovery over every log dir and opens every partition.
 func (ts *topicStore) load() error {
 	for _, dir := range ts.cfg.LogDirs {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := ts.makeLogDir(dir); err != nil {
 			return fmt.Errorf("%w: %w", ErrDataDir, err)
 		}
 	}
@@ -100,7 +102,7 @@ func (ts *topicStore) load() error {
 	if err != nil {
 		return err
 	}
-	_, statErr := os.Stat(ts.topicsPath())
+	_, statErr := ts.fs.Stat(ts.topicsPath())
 	haveTable := statErr == nil
 	// Each topic's config is resolved once: a stored override that fails
 	// its check is warned about and the broker's value used.
@@ -149,7 +151,7 @@ func (ts *topicStore) load() error {
 
 // readTopicsFile reads the topic table (none yet: no items).
 func (ts *topicStore) readTopicsFile() ([]topicFileItem, error) {
-	b, err := os.ReadFile(ts.topicsPath())
+	b, err := readFile(ts.fs, ts.topicsPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -175,7 +177,7 @@ func (ts *topicStore) loadMetaProperties() (string, error) {
 	var missing []string
 	for _, dir := range ts.cfg.LogDirs {
 		p := filepath.Join(dir, MetaPropertiesFile)
-		f, err := os.Open(p)
+		f, err := ts.fs.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, dir)
 			continue
@@ -211,7 +213,7 @@ func (ts *topicStore) loadMetaProperties() (string, error) {
 	}
 	for _, dir := range missing {
 		text := fmt.Sprintf("#\n# written by strata\nversion=1\ncluster.id=%s\nnode.id=%d\n", clusterID, ts.cfg.NodeID)
-		if err := fsutil.WriteFileAtomic(vfs.OS, filepath.Join(dir, MetaPropertiesFile), []byte(text)); err != nil {
+		if err := fsutil.WriteFileAtomic(ts.fs, filepath.Join(dir, MetaPropertiesFile), []byte(text)); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrDataDir, err)
 		}
 	}
@@ -250,7 +252,7 @@ func (ts *topicStore) persistWith(counts map[string]int32, configs map[string]ma
 	if err != nil {
 		return err
 	}
-	return fsutil.WriteFileAtomic(vfs.OS, ts.topicsPath(), append(b, '\n'))
+	return fsutil.WriteFileAtomic(ts.fs, ts.topicsPath(), append(b, '\n'))
 }
 
 // get returns the topic or nil.
@@ -354,7 +356,9 @@ func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
 		} else {
 			dd := ts.dataDirOf(ts.emptiestDir())
 			part.dir = dd.PartitionDir(tp)
-			l, err := ts.open(part.dir, opts)
+			o := *opts
+			o.FS, o.Health = ts.fs, dd.Health() // the log dir's filesystem and fate
+			l, err := ts.open(part.dir, &o)
 			if err != nil {
 				return fmt.Errorf("%w: open %s: %w", ErrDataDir, part.dir, err)
 			}
@@ -370,13 +374,13 @@ func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
 		t.parts = append(t.parts, part)
 		ts.registerCleaner(t, part)
 		pm := filepath.Join(part.dir, PartitionMetadataFile)
-		if b, err := os.ReadFile(pm); err == nil {
+		if b, err := readFile(ts.fs, pm); err == nil {
 			if id := partitionMetadataID(b); id != uuidString(t.id) {
 				return fmt.Errorf("%w: %s holds topic id %q, the topic table says %s", ErrDataDir, pm, id, uuidString(t.id))
 			}
 		} else {
 			text := "version: 0\ntopic_id: " + uuidString(t.id) + "\n"
-			if err := fsutil.WriteFileAtomic(vfs.OS, pm, []byte(text)); err != nil {
+			if err := fsutil.WriteFileAtomic(ts.fs, pm, []byte(text)); err != nil {
 				return fmt.Errorf("%w: %w", ErrDataDir, err)
 			}
 		}
@@ -399,13 +403,7 @@ func (ts *topicStore) dropLog(p *partition) {
 func (ts *topicStore) emptiestDir() string {
 	best, bestN := ts.cfg.LogDirs[0], -1
 	for _, d := range ts.cfg.LogDirs {
-		ents, _ := os.ReadDir(d)
-		n := 0
-		for _, e := range ents {
-			if e.IsDir() {
-				n++
-			}
-		}
+		n := len(subdirs(ts.fs, d))
 		if bestN < 0 || n < bestN {
 			best, bestN = d, n
 		}

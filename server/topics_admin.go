@@ -5,12 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/stratalog/strata/internal/vfs"
 )
 
 // Errors of the admin operations on the topic store.
@@ -61,11 +58,11 @@ func (ts *topicStore) delete(name string) (*topic, error) {
 // removal.
 func (ts *topicStore) retireDir(dir string) error {
 	dst := dir + "." + randomHex() + deleteSuffix
-	if err := os.Rename(dir, dst); err != nil {
+	if err := ts.fs.Rename(dir, dst); err != nil {
 		ts.log.Error("renaming a deleted partition directory", "dir", dir, "error", err)
 		return err
 	}
-	if err := vfs.OS.SyncDir(filepath.Dir(dir)); err != nil {
+	if err := ts.fs.SyncDir(filepath.Dir(dir)); err != nil {
 		ts.log.Warn("fsync after renaming a deleted partition directory", "dir", filepath.Dir(dir), "error", err)
 	}
 	ts.scheduleRemoval(dst)
@@ -75,7 +72,7 @@ func (ts *topicStore) retireDir(dir string) error {
 // scheduleRemoval removes a -delete directory after file.delete.delay.ms.
 func (ts *topicStore) scheduleRemoval(dir string) {
 	time.AfterFunc(time.Duration(ts.cfg.FileDeleteDelayMs)*time.Millisecond, func() {
-		if err := os.RemoveAll(dir); err != nil {
+		if err := ts.fs.RemoveAll(dir); err != nil {
 			ts.log.Error("removing a deleted partition directory", "dir", dir, "error", err)
 			return
 		}
@@ -98,20 +95,16 @@ func (ts *topicStore) finishDeletions(haveTable bool) {
 			dd.RemoveLog(tp)
 			_ = l.Close()
 			dst := l.Dir() + "." + randomHex() + strySuffix
-			if err := os.Rename(l.Dir(), dst); err != nil {
+			if err := ts.fs.Rename(l.Dir(), dst); err != nil {
 				ts.log.Error("renaming a stray partition directory", "dir", l.Dir(), "error", err)
 				continue
 			}
-			_ = vfs.OS.SyncDir(dd.Dir())
+			_ = ts.fs.SyncDir(dd.Dir())
 			ts.log.Warn("partition not in the topic table: renamed stray", "topic", tp.Topic, "partition", tp.Partition, "dir", dst)
 		}
-		ents, err := os.ReadDir(dd.Dir())
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if e.IsDir() && strings.HasSuffix(e.Name(), deleteSuffix) {
-				ts.scheduleRemoval(filepath.Join(dd.Dir(), e.Name()))
+		for _, name := range subdirs(ts.fs, dd.Dir()) {
+			if strings.HasSuffix(name, deleteSuffix) {
+				ts.scheduleRemoval(filepath.Join(dd.Dir(), name))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -19,7 +20,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--validation full|header|both] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -39,6 +40,10 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
+The topics are created with segment.bytes=--segment-bytes and
+retention.bytes=--retention-bytes when given (rolls and retention deletes
+during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B);
+the in-process broker then checks retention every 500 ms.
 With --bootstrap-server the driver runs with GOGC=400 (its own garbage
 collections would otherwise be most of the latency tail).
 Beside them, limit_loopback_mb_per_sec: one plain TCP stream over 127.0.0.1 in the
@@ -57,6 +62,8 @@ Examples:
 			&cli.IntFlag{Name: "latency-rate", Value: 10_000, Usage: "records/s during the latency phase"},
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
+			&cli.Int64Flag{Name: "segment-bytes", Usage: "segment.bytes of the topics created (default: the broker's)"},
+			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the topics created (default: the broker's)"},
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
@@ -90,6 +97,20 @@ type benchBrokerConfig struct {
 	fetchPartBytes int32
 	runs           int
 	topicPrefix    string
+	segmentBytes   int64 // topic segment.bytes, 0: the broker's
+	retentionBytes int64 // topic retention.bytes, 0: the broker's
+}
+
+// topicConfigs are the configs the bench topics are created with.
+func (c benchBrokerConfig) topicConfigs() [][2]string {
+	var kv [][2]string
+	if c.segmentBytes > 0 {
+		kv = append(kv, [2]string{"segment.bytes", strconv.FormatInt(c.segmentBytes, 10)})
+	}
+	if c.retentionBytes > 0 {
+		kv = append(kv, [2]string{"retention.bytes", strconv.FormatInt(c.retentionBytes, 10)})
+	}
+	return kv
 }
 
 // BenchBrokerResult is the --json output of strata bench broker. Its
@@ -109,6 +130,8 @@ type BenchBrokerResult struct {
 	LatencyRate            int     `json:"latency_rate"`
 	LatencySeconds         float64 `json:"latency_seconds"`
 	LatencyLingerMs        int64   `json:"latency_linger_ms"`
+	SegmentBytes           int64   `json:"segment_bytes,omitempty"`
+	RetentionBytes         int64   `json:"retention_bytes,omitempty"`
 	LoadAvg1               float64 `json:"loadavg_1m"`
 	BenchBrokerFigures
 	Modes []BenchBrokerFigures `json:"modes"`
@@ -145,6 +168,7 @@ func runBenchBroker(c *cli.Context) error {
 		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
+		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -157,6 +181,8 @@ func runBenchBroker(c *cli.Context) error {
 		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
 	case c.Int("latency-linger-ms") < 0:
 		return usageErr("--latency-linger-ms must not be negative")
+	case cfg.segmentBytes < 0 || cfg.retentionBytes < 0:
+		return usageErr("--segment-bytes and --retention-bytes must not be negative")
 	}
 	modes, err := benchValidationModes(c.String("validation"), cfg.bootstrap != "")
 	if err != nil {
@@ -192,6 +218,7 @@ func runBenchBroker(c *cli.Context) error {
 		Bootstrap: cfg.bootstrap, InProcess: cfg.bootstrap == "", Records: cfg.records, WarmupRecords: cfg.warmup, RecordSize: cfg.recordSize,
 		Runs: cfg.runs, Acks: 1, Compression: "none", FetchMaxBytes: cfg.fetchMaxBytes, FetchPartitionMaxBytes: cfg.fetchPartBytes,
 		LatencyRate: cfg.latencyRate, LatencySeconds: cfg.latencySeconds, LatencyLingerMs: cfg.latencyLinger.Milliseconds(),
+		SegmentBytes: cfg.segmentBytes, RetentionBytes: cfg.retentionBytes,
 		LoadAvg1: loadAvg1(),
 	}
 	for _, mode := range modes {
@@ -239,7 +266,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 			return figs, "", failErr(err)
 		}
 		defer os.RemoveAll(dir)
-		srv, err := startBenchServer(dir, mode, c.App.ErrWriter)
+		srv, err := startBenchServer(dir, mode, c.App.ErrWriter, cfg.retentionBytes > 0)
 		if err != nil {
 			return figs, "", failErr(err)
 		}
@@ -286,12 +313,16 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 
 // startBenchServer starts a broker on an ephemeral loopback port; its logs
 // go to w at warn level and above.
-func startBenchServer(dir, validation string, w io.Writer) (*server.Server, error) {
-	cfg, err := server.LoadConfig("", []string{
+func startBenchServer(dir, validation string, w io.Writer, retention bool) (*server.Server, error) {
+	ov := []string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + dir,
 		"strata.produce.validation=" + validation,
-	}, nil)
+	}
+	if retention {
+		ov = append(ov, "log.retention.check.interval.ms=500")
+	}
+	cfg, err := server.LoadConfig("", ov, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +337,9 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 	}
 	fmt.Fprintf(w, "strata bench broker: %d records of %d B, one partition, acks=1, no compression, %s, median of %d runs (load average %.2f)\n",
 		res.Records, res.RecordSize, where, res.Runs, res.LoadAvg1)
+	if res.SegmentBytes > 0 || res.RetentionBytes > 0 {
+		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)
+	}
 	for _, m := range res.Modes {
 		fmt.Fprintf(w, "  validation %s\n", m.Validation)
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,23 @@ func producerOpts(tgt benchTarget) []kgo.Opt {
 	}, tgt.tune...)
 }
 
+// withTopicConfigs is tgt with kv (bench broker's --segment-bytes and
+// --retention-bytes) added to its topic configs.
+func withTopicConfigs(tgt benchTarget, kv [][2]string) benchTarget {
+	if len(kv) == 0 {
+		return tgt
+	}
+	configs := maps.Clone(tgt.configs)
+	if configs == nil {
+		configs = map[string]*string{}
+	}
+	for _, c := range kv {
+		configs[c[0]] = kmsg.StringPtr(c[1])
+	}
+	tgt.configs = configs
+	return tgt
+}
+
 // createBenchTopic creates a one-partition topic with the target's
 // replication factor and configs, or with replicas (leader first) when
 // given, and waits until its leader is known and every replica is in the
@@ -170,7 +188,7 @@ func benchProduce(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *pro
 		return 0, err
 	}
 	defer cl.Close()
-	if err := createBenchTopic(ctx, cl, topic, tgt); err != nil {
+	if err := createBenchTopic(ctx, cl, topic, withTopicConfigs(tgt, cfg.topicConfigs())); err != nil {
 		return 0, err
 	}
 	val := make([]byte, cfg.recordSize)
@@ -282,7 +300,7 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.
 		return nil, err
 	}
 	defer prod.Close()
-	if err := createBenchTopic(ctx, prod, topic, tgt); err != nil {
+	if err := createBenchTopic(ctx, prod, topic, withTopicConfigs(tgt, cfg.topicConfigs())); err != nil {
 		return nil, err
 	}
 	cons, err := kgo.NewClient(

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,5 +85,31 @@ func checkBenchFigures(t *testing.T, m BenchBrokerFigures, records int64) {
 	}
 	if got := m.ProduceRecordsPerSec * m.ProduceSeconds; got < float64(records)*0.99 || got > float64(records)*1.01 {
 		t.Errorf("%s: rate x seconds = %.0f records, want %d", m.Validation, got, records)
+	}
+}
+
+// --segment-bytes and --retention-bytes create the bench topics with those
+// configs: the produce topic rolls segments.
+func TestBenchBrokerSegmentBytes(t *testing.T) {
+	data := t.TempDir()
+	srv := startBroker(t, data)
+	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "30000", "--record-size", "100",
+		"--runs", "1", "--latency-seconds", "0", "--segment-bytes", "1048576", "--retention-bytes", "100000000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res BenchBrokerResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.SegmentBytes != 1048576 || res.RetentionBytes != 100000000 {
+		t.Fatalf("result segment.bytes %d, retention.bytes %d", res.SegmentBytes, res.RetentionBytes)
+	}
+	logs, err := filepath.Glob(filepath.Join(data, "strata-bench-*-0", "*.log"))
+	if err != nil || len(logs) < 3 {
+		t.Fatalf("%d segments after 30000 records of 100 B with segment.bytes 1048576 (%v)", len(logs), err)
+	}
+	if _, _, code := run(t, "bench", "broker", "--segment-bytes", "-1"); code != ExitUsage {
+		t.Errorf("--segment-bytes -1: exit %d", code)
 	}
 }

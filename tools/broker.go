@@ -1,10 +1,13 @@
 package tools
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -25,7 +28,10 @@ func brokerCommand() *cli.Command {
 			"key=value wins over the file. With zookeeper.connect (and broker.id) it joins a\n" +
 			"cluster through ZooKeeper and replicates partitions (see the README's Cluster mode).\n" +
 			"SIGTERM or SIGINT stops accepting (in a cluster, after moving its leaderships away:\n" +
-			"controlled.shutdown.enable), finishes the requests in flight, flushes and closes the logs.",
+			"controlled.shutdown.enable), finishes the requests in flight, flushes and closes the logs.\n" +
+			"A log dir that fails with an I/O error goes offline (its partitions answer\n" +
+			"KAFKA_STORAGE_ERROR, the others are served); when every log dir is offline the broker\n" +
+			"stops with exit status 2.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "server.properties file"},
 			// Not a StringSliceFlag: that splits on commas, and a value such
@@ -41,6 +47,10 @@ func brokerCommand() *cli.Command {
 		Action: runBroker,
 	}
 }
+
+// startServerHook starts the server; a test replaces it to run the command over
+// an injected filesystem.
+var startServerHook = server.Start
 
 func runBroker(c *cli.Context) error {
 	if c.NArg() > 0 {
@@ -69,12 +79,24 @@ func runBroker(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	srv, err := server.Start(cfg, &server.Options{Logger: log})
+	srv, err := startServerHook(cfg, &server.Options{Logger: log})
 	if err != nil {
 		return failErr(err)
 	}
-	sig := <-sigs
-	log.Info("signal received", "signal", sig.String())
+	select {
+	case sig := <-sigs:
+		log.Info("signal received", "signal", sig.String())
+	case <-srv.AllLogDirsFailed():
+		// As Kafka: with no log dir left there is nothing to serve.
+		var causes []string
+		for dir, err := range srv.OfflineLogDirs() {
+			causes = append(causes, dir+": "+err.Error())
+		}
+		sort.Strings(causes)
+		_ = srv.Close()
+		return failErr(fmt.Errorf("every log dir is offline after I/O errors; repair them (strata verify / recover) and restart: %s",
+			strings.Join(causes, "; ")))
+	}
 	if err := srv.Close(); err != nil {
 		return failErr(err)
 	}

@@ -139,8 +139,11 @@ func readFile(fsys vfs.FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return io.ReadAll(f)
+	b, err := io.ReadAll(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr // reported, not swallowed (the caller treats the file as unreadable)
+	}
+	return b, err
 }
 
 func read[T any](fsys vfs.FS, path string, parse func([]byte) (T, error)) (T, error) {

@@ -33,13 +33,18 @@ const (
 	OpReadDir
 	OpSyncDir
 	OpAllocate
+	// OpMapWrite is a write through a shared memory mapping of the file: no
+	// system call, so the injector sees it only when the writer announces it
+	// (MapWriteCheck). A failed one stands for a fault in the mapping (an
+	// I/O error or a file cut behind the writer's back: SIGBUS).
+	OpMapWrite
 	numOpKinds
 )
 
 var opNames = [numOpKinds]string{
 	"open", "create", "read", "readat", "write", "writeat", "seek", "sync", "truncate",
 	"close", "stat", "rename", "remove", "removeall", "mkdirall", "readdir", "syncdir",
-	"allocate",
+	"allocate", "mapwrite",
 }
 
 func (k OpKind) String() string {
@@ -53,7 +58,7 @@ func (k OpKind) String() string {
 // of a workload.
 var MutatingOps = []OpKind{
 	OpCreate, OpWrite, OpWriteAt, OpSync, OpTruncate, OpRename, OpRemove, OpRemoveAll,
-	OpMkdirAll, OpSyncDir, OpAllocate,
+	OpMkdirAll, OpSyncDir, OpAllocate, OpMapWrite,
 }
 
 // Mutating reports whether k changes the filesystem.
@@ -65,7 +70,7 @@ type Op struct {
 	Path    string // the file or directory (the old name for OpRename)
 	NewPath string // OpRename's new name
 	Flag    int    // OpOpen and OpCreate flags
-	Off     int64  // OpReadAt and OpWriteAt offset, OpTruncate and OpAllocate size, OpSeek offset
+	Off     int64  // OpReadAt, OpWriteAt and OpMapWrite offset, OpTruncate and OpAllocate size, OpSeek offset
 	Len     int    // bytes asked for by reads and writes
 }
 
@@ -75,7 +80,7 @@ func (o Op) String() string {
 		return fmt.Sprintf("rename %s -> %s", o.Path, o.NewPath)
 	case OpRead, OpWrite:
 		return fmt.Sprintf("%s %s (%d bytes)", o.Kind, o.Path, o.Len)
-	case OpReadAt, OpWriteAt:
+	case OpReadAt, OpWriteAt, OpMapWrite:
 		return fmt.Sprintf("%s %s (%d bytes at %d)", o.Kind, o.Path, o.Len, o.Off)
 	case OpTruncate, OpAllocate:
 		return fmt.Sprintf("%s %s to %d", o.Kind, o.Path, o.Off)
@@ -306,6 +311,18 @@ func (f *injectFile) Stat() (os.FileInfo, error) {
 }
 
 func (f *injectFile) Name() string { return f.f.Name() }
+
+// MapWriteCheck shows a write through a mapping of n bytes at off to the
+// injector (see MapWriteChecker).
+func (f *injectFile) MapWriteCheck(off int64, n int) error {
+	if err := f.op(OpMapWrite, off, n); err != nil {
+		return err
+	}
+	if c, ok := f.f.(MapWriteChecker); ok {
+		return c.MapWriteCheck(off, n)
+	}
+	return nil
+}
 
 // OSFile returns the wrapped file's *os.File, or nil.
 func (f *injectFile) OSFile() *os.File {

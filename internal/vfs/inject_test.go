@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stratalog/strata/internal/vfs"
@@ -164,7 +165,7 @@ func TestCrashAt(t *testing.T) {
 }
 
 func TestOpKindString(t *testing.T) {
-	for k := vfs.OpOpen; k <= vfs.OpAllocate; k++ {
+	for k := vfs.OpOpen; k <= vfs.OpMapWrite; k++ {
 		if s := k.String(); s == "" || s[0] == 'O' {
 			t.Fatalf("kind %d: %q", k, s)
 		}
@@ -175,4 +176,43 @@ func TestOpKindString(t *testing.T) {
 	if !vfs.OpSync.Mutating() || vfs.OpRead.Mutating() {
 		t.Fatal("Mutating")
 	}
+}
+
+// Files of an injected filesystem show writes through a mapping to the
+// injector (OpMapWrite); plain OS and in-memory files have no such hook.
+func TestInjectMapWriteCheck(t *testing.T) {
+	dir := t.TempDir()
+	if vfs.MapWriteCheckFunc(mustCreate(t, vfs.OS, filepath.Join(dir, "os"))) != nil {
+		t.Fatal("an OS file has a map-write check")
+	}
+	if vfs.MapWriteCheckFunc(mustCreate(t, vfs.NewMem(), "/m")) != nil {
+		t.Fatal("a MemFS file has a map-write check")
+	}
+	fail := vfs.FailAt(1, vfs.OpMapWrite)
+	fsys := vfs.Inject(vfs.OS, fail)
+	check := vfs.MapWriteCheckFunc(mustCreate(t, fsys, filepath.Join(dir, "inj")))
+	if check == nil {
+		t.Fatal("an injected file has no map-write check")
+	}
+	if err := check(0, 8); err != nil {
+		t.Fatalf("first mapped write: %v", err)
+	}
+	err := check(4096, 8)
+	var ie *vfs.InjectedError
+	if !errors.As(err, &ie) || ie.Op.Kind != vfs.OpMapWrite || ie.Op.Off != 4096 || ie.Op.Len != 8 {
+		t.Fatalf("second mapped write: %v, want the injected OpMapWrite at 4096", err)
+	}
+	if !vfs.OpMapWrite.Mutating() || fail.Injected() != 1 {
+		t.Fatalf("OpMapWrite mutating %v, injected %d", vfs.OpMapWrite.Mutating(), fail.Injected())
+	}
+}
+
+func mustCreate(t *testing.T, fsys vfs.FS, name string) vfs.File {
+	t.Helper()
+	f, err := fsys.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

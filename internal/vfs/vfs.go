@@ -4,7 +4,8 @@
 // filesystem that remembers what has been synced, so that a simulated power loss
 // (CrashClone) can drop unsynced data and unsynced directory entries, tear the last
 // write, or extend a file with garbage, and Inject, which wraps any FS and fails or
-// counts operations on demand.
+// counts operations on demand, including writes through a memory mapping
+// that the writer announces (MapWriteChecker, OpMapWrite).
 //
 // Semantics every implementation keeps:
 //   - File.Sync makes the file's data and size durable (fdatasync). It does not make
@@ -75,6 +76,24 @@ type FS interface {
 // sendfile need the descriptor.
 type OSFiler interface {
 	OSFile() *os.File
+}
+
+// MapWriteChecker is implemented by files whose writes through a memory
+// mapping can be watched: code that copies into a shared mapping of such a
+// file calls MapWriteCheck(off, n) first and treats an error as a fault in
+// the mapping. Injected files implement it (OpMapWrite), so fault injection
+// reaches mapped writes, which make no system call; the OS's files do not.
+type MapWriteChecker interface {
+	MapWriteCheck(off int64, n int) error
+}
+
+// MapWriteCheckFunc returns f's MapWriteCheck, or nil when f has none (a
+// writer keeps it with its mapping, so the hot path pays a nil check).
+func MapWriteCheckFunc(f File) func(off int64, n int) error {
+	if c, ok := f.(MapWriteChecker); ok {
+		return c.MapWriteCheck
+	}
+	return nil
 }
 
 // AsOSFile returns the *os.File behind f when there is one.
