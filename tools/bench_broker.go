@@ -40,10 +40,11 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
-The topics are created with segment.bytes=--segment-bytes and
-retention.bytes=--retention-bytes when given (rolls and retention deletes
-during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B);
-the in-process broker then checks retention every 500 ms.
+The topics are created with segment.bytes=--segment-bytes when given (rolls
+during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
+the latency topic also with retention.bytes=--retention-bytes (retention
+deletes during the latency phase; the in-process broker then checks retention
+every 500 ms).
 With --bootstrap-server the driver runs with GOGC=400 (its own garbage
 collections would otherwise be most of the latency tail).
 Beside them, limit_loopback_mb_per_sec: one plain TCP stream over 127.0.0.1 in the
@@ -63,7 +64,7 @@ Examples:
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
 			&cli.Int64Flag{Name: "segment-bytes", Usage: "segment.bytes of the topics created (default: the broker's)"},
-			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the topics created (default: the broker's)"},
+			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the latency topic (default: the broker's)"},
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
@@ -101,13 +102,15 @@ type benchBrokerConfig struct {
 	retentionBytes int64 // topic retention.bytes, 0: the broker's
 }
 
-// topicConfigs are the configs the bench topics are created with.
-func (c benchBrokerConfig) topicConfigs() [][2]string {
+// topicConfigs are the configs a bench topic is created with: retention.bytes
+// only for the latency topic, whose consumer reads at the tail (the consume
+// phase reads the produce topic from its start).
+func (c benchBrokerConfig) topicConfigs(latency bool) [][2]string {
 	var kv [][2]string
 	if c.segmentBytes > 0 {
 		kv = append(kv, [2]string{"segment.bytes", strconv.FormatInt(c.segmentBytes, 10)})
 	}
-	if c.retentionBytes > 0 {
+	if c.retentionBytes > 0 && latency {
 		kv = append(kv, [2]string{"retention.bytes", strconv.FormatInt(c.retentionBytes, 10)})
 	}
 	return kv

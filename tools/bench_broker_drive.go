@@ -188,7 +188,7 @@ func benchProduce(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *pro
 		return 0, err
 	}
 	defer cl.Close()
-	if err := createBenchTopic(ctx, cl, topic, withTopicConfigs(tgt, cfg.topicConfigs())); err != nil {
+	if err := createBenchTopic(ctx, cl, topic, withTopicConfigs(tgt, cfg.topicConfigs(false))); err != nil {
 		return 0, err
 	}
 	val := make([]byte, cfg.recordSize)
@@ -300,7 +300,7 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.
 		return nil, err
 	}
 	defer prod.Close()
-	if err := createBenchTopic(ctx, prod, topic, withTopicConfigs(tgt, cfg.topicConfigs())); err != nil {
+	if err := createBenchTopic(ctx, prod, topic, withTopicConfigs(tgt, cfg.topicConfigs(true))); err != nil {
 		return nil, err
 	}
 	cons, err := kgo.NewClient(

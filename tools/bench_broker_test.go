@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,7 +95,7 @@ func TestBenchBrokerSegmentBytes(t *testing.T) {
 	data := t.TempDir()
 	srv := startBroker(t, data)
 	out, errOut, code := run(t, "bench", "broker", "--bootstrap-server", srv.Addr().String(), "--records", "30000", "--record-size", "100",
-		"--runs", "1", "--latency-seconds", "0", "--segment-bytes", "1048576", "--retention-bytes", "100000000", "--json")
+		"--runs", "1", "--latency-seconds", "0.3", "--latency-rate", "2000", "--segment-bytes", "1048576", "--retention-bytes", "100000000", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -108,6 +109,35 @@ func TestBenchBrokerSegmentBytes(t *testing.T) {
 	logs, err := filepath.Glob(filepath.Join(data, "strata-bench-*-0", "*.log"))
 	if err != nil || len(logs) < 3 {
 		t.Fatalf("%d segments after 30000 records of 100 B with segment.bytes 1048576 (%v)", len(logs), err)
+	}
+	// retention.bytes goes to the latency topic only (the consume phase reads
+	// the produce topic from its start).
+	table, err := os.ReadFile(filepath.Join(data, "strata-topics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tt struct {
+		Topics []struct {
+			Name    string            `json:"name"`
+			Configs map[string]string `json:"configs"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal(table, &tt); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, tp := range tt.Topics {
+		if !strings.HasPrefix(tp.Name, "strata-bench") {
+			continue
+		}
+		seen++
+		_, hasRet := tp.Configs["retention.bytes"]
+		if tp.Configs["segment.bytes"] != "1048576" || hasRet != strings.HasSuffix(tp.Name, "-latency") {
+			t.Errorf("topic %s configs %v", tp.Name, tp.Configs)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d bench topics in the table, want 2", seen)
 	}
 	if _, _, code := run(t, "bench", "broker", "--segment-bytes", "-1"); code != ExitUsage {
 		t.Errorf("--segment-bytes -1: exit %d", code)
