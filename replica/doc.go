@@ -51,7 +51,12 @@
 //     replica.fetch.response.max.bytes): FetchResponse appends them
 //     (AppendAssigned) before the fetcher sends anything else, so the
 //     follower copies a byte once from the socket and once into the page
-//     cache. The leader's address is resolved at every fetch (by default
+//     cache. After handing back an outcome the fetcher asks the Manager
+//     for its target's next Fetch itself (ReadyFetch) and sends it at
+//     once, so a follower keeping up with its leader does not wait for the
+//     loop between two fetches; the loop's Ready serves the target
+//     otherwise (after a backoff, a new leader). The leader's address is
+//     resolved at every fetch (by default
 //     Manager.Endpoint, from LeaderAndIsr's live_leaders); a new address
 //     closes the connection and dials the new one. Any error closes the
 //     connection and is handed back: the Manager backs the partitions off

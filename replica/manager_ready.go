@@ -75,7 +75,7 @@ func (m *Manager) Ready(now int64) Ready {
 	}
 	next := m.nextShrinkMs
 	r.AlterPartition = m.readyAlter(now, &next)
-	r.Fetches = m.readyFetches(now, &next)
+	r.Fetches = m.readyFetches(now, &next, nil)
 	r.ListOffsets = m.readyListOffsets(now, &next)
 	r.NextMs = next
 	return r
@@ -205,17 +205,42 @@ func FetcherID(tp TopicPartition, n int) int {
 	return int((31*h+tp.Partition)&0x7fffffff) % n
 }
 
-// readyFetches builds one Fetch per target with no fetch in flight (mu held).
-func (m *Manager) readyFetches(now int64, next *int64) []FetchRequest {
+// ReadyFetch is Ready for one target's Fetch only: the request due now
+// (in flight from then on, as Ready's), ok false when none is due or one is
+// in flight. A fetcher asks it after handing back an outcome, so that the
+// next fetch to the same leader leaves at once rather than after a round
+// through the caller's loop (which Ready's Fetches still serve: whichever
+// asks first gets the request).
+func (m *Manager) ReadyFetch(tgt FetchTarget, now int64) (FetchRequest, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.fetching[tgt] {
+		return FetchRequest{}, false
+	}
+	var next int64
+	out := m.readyFetches(now, &next, &tgt)
+	if len(out) == 0 {
+		return FetchRequest{}, false
+	}
+	return out[0], true
+}
+
+// readyFetches builds one Fetch per target with no fetch in flight (only
+// the one for only, when given; mu held).
+func (m *Manager) readyFetches(now int64, next *int64, only *FetchTarget) []FetchRequest {
 	var out []FetchRequest
 	for _, p := range m.order {
+		fid := FetcherID(p.tp, m.cfg.NumReplicaFetchers)
+		if only != nil && fid != only.Fetcher {
+			continue
+		}
 		part, leader, ok := p.fetchPart(now)
 		if !ok {
 			earliest(next, p.delayedUntil(now))
 			continue
 		}
-		tgt := FetchTarget{Broker: leader, Fetcher: FetcherID(p.tp, m.cfg.NumReplicaFetchers)}
-		if m.fetching[tgt] {
+		tgt := FetchTarget{Broker: leader, Fetcher: fid}
+		if m.fetching[tgt] || (only != nil && tgt != *only) {
 			continue
 		}
 		i := slices.IndexFunc(out, func(f FetchRequest) bool { return f.Target == tgt })

@@ -88,24 +88,39 @@ func (r *Runner) runFetcher(f *fetcher) {
 	}
 }
 
-// fetch sends one Fetch and hands its outcome back. The response's record
-// batches alias the connection's read buffer: the Manager appends them
+// fetch sends one Fetch and hands its outcome back, then, while the
+// Manager has the next fetch to the same target due at once (ReadyFetch),
+// sends that one too: a follower keeping up with its leader fetches again
+// straight from this goroutine, without waking the Runner's loop and
+// waiting for it to hand the request over. The response's record batches
+// alias the connection's read buffer: the Manager appends them
 // (FetchResponse returns) before this fetcher sends anything else on the
 // connection, so they are never copied.
 func (r *Runner) fetch(f *fetcher, job FetchRequest) {
-	resp, err := r.exchangeFetch(f, job.Req)
-	if err != nil && r.ctx.Err() == nil {
-		if !f.bad {
-			r.log.Warn("fetch from leader failed: backing off", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
-		} else {
-			r.log.Debug("fetch from leader failed again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+	for {
+		resp, err := r.exchangeFetch(f, job.Req)
+		if err != nil && r.ctx.Err() == nil {
+			if !f.bad {
+				r.log.Warn("fetch from leader failed: backing off", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+			} else {
+				r.log.Debug("fetch from leader failed again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+			}
+			f.bad = true
+		} else if err == nil && f.bad {
+			r.log.Info("fetching from leader again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher)
+			f.bad = false
 		}
-		f.bad = true
-	} else if err == nil && f.bad {
-		r.log.Info("fetching from leader again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher)
-		f.bad = false
+		now := r.o.Now()
+		r.m.FetchResponse(job.Target, job.Req, resp, err, now)
+		if err != nil || r.ctx.Err() != nil {
+			return
+		}
+		next, ok := r.m.ReadyFetch(f.tgt, now)
+		if !ok {
+			return
+		}
+		job = next
 	}
-	r.m.FetchResponse(job.Target, job.Req, resp, err, r.o.Now())
 }
 
 // exchangeFetch sends req on the fetcher's connection, dialling the

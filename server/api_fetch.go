@@ -86,7 +86,10 @@ func (s *Server) fetchWaits(req *kmsg.FetchRequest) []<-chan struct{} {
 	return out
 }
 
-// waitAny returns when any of chans, timeout or done fires.
+// waitAny returns when any of chans, timeout or done fires. Up to two
+// channels (a single-node fetch of one partition; a follower's fetch of one
+// partition in cluster mode, which waits on the log and the partition) are
+// one select; more take a goroutine each.
 func waitAny(chans []<-chan struct{}, timeout <-chan time.Time, done <-chan struct{}) {
 	switch len(chans) {
 	case 0:
@@ -98,6 +101,14 @@ func waitAny(chans []<-chan struct{}, timeout <-chan time.Time, done <-chan stru
 	case 1:
 		select {
 		case <-chans[0]:
+		case <-timeout:
+		case <-done:
+		}
+		return
+	case 2:
+		select {
+		case <-chans[0]:
+		case <-chans[1]:
 		case <-timeout:
 		case <-done:
 		}

@@ -24,6 +24,7 @@ func benchCommand() *cli.Command {
 			benchCleanCommand(),
 			benchRecoverCommand(),
 			benchBrokerCommand(),
+			benchClusterCommand(),
 		},
 	}
 }

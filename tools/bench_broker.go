@@ -284,7 +284,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 			return figs, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 		}
 		lim = append(lim, l)
-		r, err := benchBrokerRun(cfg, boot, fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
+		r, err := benchBrokerRun(cfg, brokerTarget(boot), fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
 		if err != nil {
 			return figs, boot, err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -31,53 +32,121 @@ type benchRun struct {
 	p50, p99, p999, max    float64 // milliseconds
 }
 
+// benchTarget is where a driver sends its records and how: the brokers, the
+// acks, the topics it creates and the producer's settings beyond
+// producerOpts'. strata bench broker and strata bench cluster share the
+// driver below through it.
+type benchTarget struct {
+	seeds   []string
+	acks    kgo.Acks
+	rf      int16              // replication factor of the topics created
+	configs map[string]*string // their topic configs
+	tune    []kgo.Opt          // producer options after producerOpts'
+}
+
+// brokerTarget is strata bench broker's: one broker, acks=1, topics of one
+// replica, the client's default batching.
+func brokerTarget(boot string) benchTarget {
+	return benchTarget{seeds: []string{boot}, acks: kgo.LeaderAck(), rf: 1}
+}
+
 // benchBrokerRun produces and consumes cfg.records on topic, then measures
 // latency on topic+"-latency".
-func benchBrokerRun(cfg benchBrokerConfig, boot, topic string, bar *progress) (benchRun, error) {
+func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (benchRun, error) {
 	var r benchRun
 	var err error
 	cpu0 := processCPU()
-	if r.produce, err = benchProduce(cfg, boot, topic, bar); err != nil {
+	if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("produce: %w", err))
 	}
 	cpu1 := processCPU()
-	if r.consume, err = benchConsume(cfg, boot, topic, bar); err != nil {
+	if r.consume, err = benchConsume(cfg, tgt, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("consume: %w", err))
 	}
 	r.produceCPU, r.consumeCPU = cpu1-cpu0, processCPU()-cpu1
 	if cfg.latencySeconds > 0 {
-		lats, err := benchLatency(cfg, boot, topic+"-latency")
-		if err != nil {
-			return r, failErr(fmt.Errorf("latency: %w", err))
+		if err := r.measureLatency(cfg, tgt, topic+"-latency"); err != nil {
+			return r, err
 		}
-		r.latencyRecords = len(lats)
-		r.p50, r.p99, r.p999, r.max = quantileMs(lats, 0.5), quantileMs(lats, 0.99), quantileMs(lats, 0.999), quantileMs(lats, 1)
 	}
 	return r, nil
 }
 
-// producerOpts are the driver's producer settings: acks=1, idempotence off,
-// no compression, one explicit partition; everything else the client's
-// defaults.
-func producerOpts(boot string) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(boot),
-		kgo.RequiredAcks(kgo.LeaderAck()),
+// measureLatency runs benchLatency and keeps its quantiles.
+func (r *benchRun) measureLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) error {
+	lats, err := benchLatency(cfg, tgt, topic)
+	if err != nil {
+		return failErr(fmt.Errorf("latency: %w", err))
+	}
+	r.latencyRecords = len(lats)
+	r.p50, r.p99, r.p999, r.max = quantileMs(lats, 0.5), quantileMs(lats, 0.99), quantileMs(lats, 0.999), quantileMs(lats, 1)
+	return nil
+}
+
+// producerOpts are the driver's producer settings: the target's acks,
+// idempotence off, no compression, one explicit partition, then the
+// target's tuning; everything else the client's defaults.
+func producerOpts(tgt benchTarget) []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.SeedBrokers(tgt.seeds...),
+		kgo.RequiredAcks(tgt.acks),
 		kgo.DisableIdempotentWrite(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	}
+	}, tgt.tune...)
 }
 
-// createBenchTopic creates a one-partition topic (an existing one is fine)
-// and waits until its leader is known.
-func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string, cfg benchBrokerConfig, latency bool) error {
+// withTopicConfigs is tgt with kv (bench broker's --segment-bytes and
+// --retention-bytes) added to its topic configs.
+func withTopicConfigs(tgt benchTarget, kv [][2]string) benchTarget {
+	if len(kv) == 0 {
+		return tgt
+	}
+	configs := maps.Clone(tgt.configs)
+	if configs == nil {
+		configs = map[string]*string{}
+	}
+	for _, c := range kv {
+		configs[c[0]] = kmsg.StringPtr(c[1])
+	}
+	tgt.configs = configs
+	return tgt
+}
+
+// createBenchTopic creates a one-partition topic with the target's
+// replication factor and configs, or with replicas (leader first) when
+// given, and waits until its leader is known and every replica is in the
+// ISR. A topic that exists already is used as it is once it has a leader
+// (it is not created again: a cluster with a broker down would refuse the
+// replication factor before it saw the name taken).
+func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string, tgt benchTarget, replicas ...int32) error {
+	state := func() (exists, led, inSync bool) {
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		mreq.Topics = append(mreq.Topics, mt)
+		mresp, err := mreq.RequestWith(ctx, cl)
+		if err != nil || len(mresp.Topics) != 1 || len(mresp.Topics[0].Partitions) == 0 {
+			return false, false, false
+		}
+		p := mresp.Topics[0].Partitions[0]
+		return true, p.Leader >= 0, p.Leader >= 0 && len(p.ISR) >= len(p.Replicas)
+	}
+	if exists, led, _ := state(); exists && led {
+		return nil
+	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
-	for _, kv := range cfg.topicConfigs(latency) {
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, max(tgt.rf, 1)
+	if len(replicas) > 0 {
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = 0, replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	for k, v := range tgt.configs {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		c.Name, c.Value = k, v
 		rt.Configs = append(rt.Configs, c)
 	}
 	req.Topics = append(req.Topics, rt)
@@ -92,18 +161,12 @@ func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string, cfg ben
 		}
 	}
 	for {
-		mreq := kmsg.NewPtrMetadataRequest()
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		mreq.Topics = append(mreq.Topics, mt)
-		mresp, err := mreq.RequestWith(ctx, cl)
-		if err == nil && len(mresp.Topics) == 1 && mresp.Topics[0].ErrorCode == 0 &&
-			len(mresp.Topics[0].Partitions) > 0 && mresp.Topics[0].Partitions[0].Leader >= 0 {
+		if _, _, inSync := state(); inSync {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("topic %s has no leader: %w", topic, ctx.Err())
+			return fmt.Errorf("topic %s has no leader or not every replica in sync: %w", topic, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -114,18 +177,18 @@ func createBenchTopic(ctx context.Context, cl *kgo.Client, topic string, cfg ben
 // that clock starts, cfg.warmup records are produced and acknowledged at
 // offsets 0..W-1, so the client's metadata load, its produce connection and
 // its first requests (which take far longer than the ones after, whatever
-// the broker) are not counted; the measured records are offsets W..W+N-1. Records come from slabs of produceSlab (one
-// allocation each), so the driver's own garbage stays small beside the
-// client's.
-func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (time.Duration, error) {
+// the broker) are not counted; the measured records are offsets W..W+N-1.
+// Records come from slabs of produceSlab (one allocation each), so the
+// driver's own garbage stays small beside the client's.
+func benchProduce(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(producerOpts(boot)...)
+	cl, err := kgo.NewClient(producerOpts(tgt)...)
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	if err := createBenchTopic(ctx, cl, topic, cfg, false); err != nil {
+	if err := createBenchTopic(ctx, cl, topic, withTopicConfigs(tgt, cfg.topicConfigs(false))); err != nil {
 		return 0, err
 	}
 	val := make([]byte, cfg.recordSize)
@@ -180,11 +243,11 @@ func benchProduce(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 // benchConsume reads the cfg.records measured records (after benchProduce's
 // cfg.warmup warm-up records) with a new client and checks every value's
 // size.
-func benchConsume(cfg benchBrokerConfig, boot, topic string, bar *progress) (time.Duration, error) {
+func benchConsume(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(boot),
+		kgo.SeedBrokers(tgt.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(cfg.warmup)}}),
 		kgo.FetchMaxBytes(cfg.fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(cfg.fetchPartBytes),
@@ -229,19 +292,19 @@ func benchConsume(cfg benchBrokerConfig, boot, topic string, bar *progress) (tim
 // benchLatency produces at cfg.latencyRate for latencyWarmup plus
 // cfg.latencySeconds while a consumer polls the topic, and returns each
 // post-warm-up record's receive time minus its send time.
-func benchLatency(cfg benchBrokerConfig, boot, topic string) ([]time.Duration, error) {
+func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.latencySeconds*float64(time.Second))+time.Minute)
 	defer cancel()
-	prod, err := kgo.NewClient(append(producerOpts(boot), kgo.ProducerLinger(cfg.latencyLinger))...)
+	prod, err := kgo.NewClient(append(producerOpts(tgt), kgo.ProducerLinger(cfg.latencyLinger))...)
 	if err != nil {
 		return nil, err
 	}
 	defer prod.Close()
-	if err := createBenchTopic(ctx, prod, topic, cfg, true); err != nil {
+	if err := createBenchTopic(ctx, prod, topic, withTopicConfigs(tgt, cfg.topicConfigs(true))); err != nil {
 		return nil, err
 	}
 	cons, err := kgo.NewClient(
-		kgo.SeedBrokers(boot),
+		kgo.SeedBrokers(tgt.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
 	)
 	if err != nil {
@@ -290,21 +353,12 @@ func benchLatency(cfg benchBrokerConfig, boot, topic string) ([]time.Duration, e
 			failed.CompareAndSwap(nil, &err)
 		}
 	}
-	for i := int64(0); i < total && failed.Load() == nil; {
-		// Send every record that is due, then sleep until the next one is:
-		// Go's timers are about a millisecond coarse, so records leave in
-		// small bursts, each stamped as it is handed to the client.
-		due := int64(time.Since(base) / interval)
-		for ; i < total && i <= due; i++ {
-			v := make([]byte, cfg.recordSize)
-			binary.BigEndian.PutUint64(v, uint64(time.Since(base)))
-			binary.BigEndian.PutUint64(v[8:], uint64(i))
-			prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: v}, promise)
-		}
-		if i < total {
-			time.Sleep(time.Duration(i)*interval - time.Since(base))
-		}
-	}
+	pace(base, interval, total, func() bool { return failed.Load() != nil }, func(i int64) {
+		v := make([]byte, cfg.recordSize)
+		binary.BigEndian.PutUint64(v, uint64(time.Since(base)))
+		binary.BigEndian.PutUint64(v[8:], uint64(i))
+		prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: v}, promise)
+	})
 	if err := prod.Flush(ctx); err != nil {
 		return nil, err
 	}
@@ -315,6 +369,23 @@ func benchLatency(cfg benchBrokerConfig, boot, topic string) ([]time.Duration, e
 		return nil, err
 	}
 	return lats, nil
+}
+
+// pace calls send(i) for i = 0..total-1 (total < 0: until stop), record i
+// at base + i*interval, until stop reports true. It sends every record that
+// is due, then sleeps until the next one is: Go's timers are about a
+// millisecond coarse, so records leave in small bursts, each stamped as it
+// is handed to the client.
+func pace(base time.Time, interval time.Duration, total int64, stop func() bool, send func(i int64)) {
+	for i := int64(0); (total < 0 || i < total) && !stop(); {
+		due := int64(time.Since(base) / interval)
+		for ; (total < 0 || i < total) && i <= due; i++ {
+			send(i)
+		}
+		if total < 0 || i < total {
+			time.Sleep(time.Duration(i)*interval - time.Since(base))
+		}
+	}
 }
 
 // processCPU is the user and system CPU time this process has used.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -37,6 +38,11 @@ func brokerCommand() *cli.Command {
 			// as log.dirs=/a,/b holds commas of its own.
 			&cli.GenericFlag{Name: "override", Value: &multiString{}, Usage: "key=value, repeatable (commas belong to the value); wins over --config"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			// For profiling (strata bench cluster --broker-cpuprofile
+			// passes it to its brokers): a CPU profile from start to
+			// the end of Close, written when the broker stops on a
+			// signal (none after SIGKILL).
+			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the broker to FILE when it stops"},
 		},
 		Action: runBroker,
 	}
@@ -62,6 +68,17 @@ func runBroker(c *cli.Context) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	if p := c.String("cpuprofile"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return failErr(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return failErr(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	srv, err := startServerHook(cfg, &server.Options{Logger: log})
 	if err != nil {
 		return failErr(err)

@@ -13,8 +13,6 @@
 package zktest
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -26,14 +24,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/internal/zkproc"
 )
 
 // Where Debian's package puts things (real-components.md).
 const (
-	ZooKeeperJar = "/usr/share/java/zookeeper.jar"
-	SLF4JJar     = "/usr/share/java/slf4j-simple.jar"
-	ConfDir      = "/etc/zookeeper/conf"
-	mainClass    = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+	ZooKeeperJar = zkproc.ZooKeeperJar
+	SLF4JJar     = zkproc.SLF4JJar
+	ConfDir      = zkproc.ConfDir
 )
 
 // StartTimeout bounds how long a start may take before the test fails (a
@@ -56,16 +55,7 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // Available reports whether java and Debian's ZooKeeper jar are here, and
 // why not.
-func Available() (string, error) {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		return "", fmt.Errorf("java not found (apt-get install -y zookeeper brings it)")
-	}
-	if _, err := os.Stat(ZooKeeperJar); err != nil {
-		return "", fmt.Errorf("%s not found (apt-get install -y zookeeper)", ZooKeeperJar)
-	}
-	return java, nil
-}
+func Available() (string, error) { return zkproc.Available() }
 
 // Start starts a ZooKeeper for t and stops it at t's cleanup.
 func Start(t testing.TB) *Server {
@@ -210,13 +200,7 @@ func (s *Server) start() error {
 
 // ready: ruok answers imok as soon as the process listens, before the
 // server serves requests; srvr then tells when it does.
-func (s *Server) ready() bool {
-	if ok, _ := FourLetter(s.Addr(), "ruok"); ok != "imok" {
-		return false
-	}
-	out, _ := FourLetter(s.Addr(), "srvr")
-	return strings.Contains(out, "Mode: ")
-}
+func (s *Server) ready() bool { return zkproc.Ready(s.Addr()) }
 
 func (s *Server) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "logs", "zk.out"))
@@ -227,47 +211,16 @@ func (s *Server) logTail() string {
 	return "last lines of zk.out:\n" + strings.Join(lines, "\n")
 }
 
-// ZooCfg is the zoo.cfg every strata test and `scripts/zk.sh` use.
-func ZooCfg(dataDir string, port int) string {
-	return fmt.Sprintf(`tickTime=500
-minSessionTimeout=1000
-maxSessionTimeout=60000
-dataDir=%s
-clientPort=%d
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,stat,mntr,conf,envi,cons,dump
-forceSync=no
-preAllocSize=1024
-`, dataDir, port)
-}
+// ZooCfg is the zoo.cfg every strata test and `scripts/zk.sh` use
+// (internal/zkproc's).
+func ZooCfg(dataDir string, port int) string { return zkproc.ZooCfg(dataDir, port) }
 
-// JavaArgs is the java command line after "java" (small heap, quick start,
-// no perf data files in /tmp).
-func JavaArgs(logDir, cfg string) []string {
-	return []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-		"-Dzookeeper.log.dir=" + logDir,
-		"-cp", strings.Join([]string{ConfDir, ZooKeeperJar, SLF4JJar}, ":"),
-		mainClass, cfg}
-}
+// JavaArgs is the java command line after "java" (internal/zkproc's).
+func JavaArgs(logDir, cfg string) []string { return zkproc.JavaArgs(logDir, cfg) }
 
 // FourLetter sends a four-letter command (ruok, srvr, mntr, ...) and
 // returns the answer.
-func FourLetter(addr, cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte(cmd)); err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	_, err = b.ReadFrom(bufio.NewReader(c))
-	return strings.TrimSpace(b.String()), err
-}
+func FourLetter(addr, cmd string) (string, error) { return zkproc.FourLetter(addr, cmd) }
 
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
