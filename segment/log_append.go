@@ -146,13 +146,11 @@ func (l *Log) roll(base int64) (*Segment, error) {
 		return nil, fmt.Errorf("segment: sync dir %s: %w", l.dir, err)
 	}
 	l.publish(append(append([]*Segment(nil), l.segs.Load().segs...), seg))
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
+	l.background(func() {
 		if err := l.FlushTo(base); err != nil {
 			l.o.Logger.Error("flush after roll failed", "dir", l.dir, "err", err)
 		}
-	}()
+	})
 	return seg, nil
 }
 
