@@ -458,3 +458,44 @@ func TestStaleBrokerEpoch(t *testing.T) {
 		t.Fatalf("StopReplica for the current epoch: %+v", resp)
 	}
 }
+
+// TestLoadLogStartBelowEpochs: the log start moved (the cache was cut there
+// and written at once) but its checkpoint was not written before a crash,
+// so the log starts lower again, with batches of epochs the cache no longer
+// knows. Loading rebuilds the cache from the log start: otherwise, as
+// leader, it would answer epoch 0 as ending at 8 while the batch at 7 is of
+// epoch 1, and a follower whose offset 7 is of epoch 0 would never be cut
+// (found by internal/sim, seed 96).
+func TestLoadLogStartBelowEpochs(t *testing.T) {
+	mem := vfs.NewMem()
+	f := newTestPartition(t, 2, mem)
+	mustFollower(t, f, state(1, 0, []int32{1, 2}), t0)
+	var recs []byte
+	for i := range 7 {
+		recs = append(recs, epochBatch(t, int64(i), 0, "a")...)
+	}
+	recs = append(recs, epochBatch(t, 7, 1, "x", "y", "z")...)
+	if err := fetchData(t, f, t0, func(d *kmsg.FetchResponseTopicPartition) { d.RecordBatches = recs }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.epochs.TruncateFromStart(8); err != nil { // as DeleteRecords to 8 does; the log start is not checkpointed
+		t.Fatal(err)
+	}
+	f.close()
+	cfg := testConfig(2, mem, "/data")
+	l, err := cfg.OpenLog(tp0, OpenOptions{StartAt: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := newPartition(tp0, l, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.close()
+	if want := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 7}}; !slices.Equal(q.Epochs(), want) {
+		t.Fatalf("loaded %v, want %v", q.Epochs(), want)
+	}
+	if e, end := q.epochs.EndOffsetFor(0, q.Log().LogEndOffset()); e != 0 || end != 7 {
+		t.Fatalf("epoch 0 ends at (%d, %d), want (0, 7)", e, end)
+	}
+}
