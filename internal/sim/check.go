@@ -42,14 +42,16 @@ func (s *Sim) checkStep() {
 		if !b.up {
 			continue
 		}
-		for _, sp := range s.Parts {
+		for len(s.obs[b.ID]) < len(s.Parts) {
+			s.obs[b.ID] = append(s.obs[b.ID], observation{})
+		}
+		for i, sp := range s.Parts {
 			p := b.partition(sp.TP)
 			if p == nil {
 				continue
 			}
 			role, epoch, hw := p.Role(), p.LeaderEpoch(), p.HighWatermark()
-			k := obsKey{b.ID, sp.TP}
-			o := s.obs[k]
+			o := s.obs[b.ID][i]
 			if o.inc == b.inc {
 				if epoch < o.epoch {
 					s.fail("broker %d: leader epoch of %s went back from %d to %d", b.ID, sp.TP, o.epoch, epoch)
@@ -58,14 +60,14 @@ func (s *Sim) checkStep() {
 					s.fail("broker %d: high watermark of %s went back from %d to %d as leader in epoch %d", b.ID, sp.TP, o.hw, hw, epoch)
 				}
 			}
-			if role == replica.RoleLeader {
-				lk := leaderKey{sp.TP, epoch}
+			if role == replica.RoleLeader && (o.role != role || o.epoch != epoch || o.inc != b.inc) {
+				lk := leaderKey{i, epoch}
 				if other, ok := s.leaderOf[lk]; ok && other != b.ID {
 					s.fail("%s: brokers %d and %d both led epoch %d", sp.TP, other, b.ID, epoch)
 				}
 				s.leaderOf[lk] = b.ID
 			}
-			s.obs[k] = observation{inc: b.inc, role: role, epoch: epoch, hw: hw}
+			s.obs[b.ID][i] = observation{inc: b.inc, role: role, epoch: epoch, hw: hw}
 		}
 	}
 }

@@ -94,13 +94,8 @@ type simPart struct {
 	Replicas []int32
 }
 
-type obsKey struct {
-	broker int32
-	tp     replica.TopicPartition
-}
-
 type leaderKey struct {
-	tp    replica.TopicPartition
+	part  int // index in Sim.Parts
 	epoch int32
 }
 
@@ -134,7 +129,7 @@ type Sim struct {
 
 	seq        int
 	violations []string
-	obs        map[obsKey]observation
+	obs        [][]observation // [broker][partition index]
 	leaderOf   map[leaderKey]int32
 	loadOn     bool
 	stats      Stats
@@ -167,7 +162,7 @@ func New(opt Options) *Sim {
 	s := &Sim{
 		Opt: opt, W: NewWorld(opt.Seed, Start, opt.Verbose), Hist: newHistory(),
 		electedBy: map[int32]int32{}, zkState: map[replica.TopicPartition]cluster.PartitionState{},
-		unclean: map[uncleanKey]bool{}, obs: map[obsKey]observation{}, leaderOf: map[leaderKey]int32{},
+		unclean: map[uncleanKey]bool{}, obs: make([][]observation, opt.Brokers+1), leaderOf: map[leaderKey]int32{},
 		reads: map[replica.TopicPartition]map[int64]string{}, deleted: map[replica.TopicPartition]int64{},
 		cl:    clients{meta: map[replica.TopicPartition]partMeta{}, controller: -1, pos: map[replica.TopicPartition]int64{}},
 		zkCut: make([]bool, opt.Brokers+1),
