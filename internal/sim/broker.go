@@ -21,6 +21,9 @@ type Broker struct {
 	ID int32
 	// FS is the broker's disk; a crash replaces it by a crash clone.
 	FS *vfs.MemFS
+	// disk is FS as the process uses it: every operation is shown to
+	// onDiskOp, where an armed power loss strikes (powerAt).
+	disk vfs.FS
 	// M is the running broker's replication, nil while it is down.
 	M *replica.Manager
 
@@ -34,6 +37,9 @@ type Broker struct {
 	produces []*parkedProduce
 	tasks    []*task // segment background work not yet run
 	pumpAt   int64   // the pending time-driven Ready, 0 when none
+
+	powerIn int        // an armed power loss strikes at the powerIn-th mutating disk operation from now (0: none)
+	dying   *vfs.MemFS // the crash state taken where power was lost; the process dies at the end of the event
 }
 
 // task is one piece of a log's background work (segment.Options.Go).
@@ -44,8 +50,9 @@ type task struct {
 
 // Alive implements Node: a started broker takes requests only once it has
 // registered (Kafka's KafkaServer starts processing requests after
-// registerBroker): before that, its connections go nowhere.
-func (b *Broker) Alive() (bool, int) { return b.up && b.serving, b.inc }
+// registerBroker): before that, its connections go nowhere. One that lost
+// power in the middle of an event sends and takes nothing more.
+func (b *Broker) Alive() (bool, int) { return b.up && b.serving && b.dying == nil, b.inc }
 
 // Up reports whether the broker process runs.
 func (b *Broker) Up() bool { return b.up }
@@ -56,6 +63,7 @@ func newBroker(s *Sim, id int32) *Broker {
 		panic(err)
 	}
 	b.FS.SyncAll()
+	b.disk = vfs.Inject(b.FS, vfs.InjectorFunc(b.onDiskOp))
 	return b
 }
 
@@ -88,7 +96,7 @@ func (b *Broker) start() {
 func (b *Broker) openLog(tp replica.TopicPartition, o replica.OpenOptions) (*segment.Log, error) {
 	inc := b.inc
 	opts := &segment.Options{
-		FS:                 b.FS,
+		FS:                 b.disk,
 		SegmentBytes:       b.s.Opt.SegmentBytes,
 		SegmentIndexBytes:  4096,
 		IndexIntervalBytes: 256,
@@ -102,7 +110,7 @@ func (b *Broker) openLog(tp replica.TopicPartition, o replica.OpenOptions) (*seg
 	}
 	if o.StartAt >= 0 {
 		opts.LogStartOffset = o.StartAt
-	} else if starts, err := checkpoint.ReadOffsets(b.FS, path.Join(LogDir, checkpoint.LogStartOffsetFile)); err == nil {
+	} else if starts, err := checkpoint.ReadOffsets(b.disk, path.Join(LogDir, checkpoint.LogStartOffsetFile)); err == nil {
 		opts.LogStartOffset = starts[tp] // the DataDir's log-start-offset-checkpoint
 	}
 	return segment.Open(path.Join(LogDir, tp.String()), opts)
@@ -156,7 +164,7 @@ func (b *Broker) checkpointLogStarts() error {
 	for _, p := range b.M.Partitions() {
 		starts[p.TopicPartition()] = p.Log().LogStartOffset()
 	}
-	return checkpoint.WriteOffsets(b.FS, path.Join(LogDir, checkpoint.LogStartOffsetFile), starts)
+	return checkpoint.WriteOffsets(b.disk, path.Join(LogDir, checkpoint.LogStartOffsetFile), starts)
 }
 
 // scheduleCheckpoint writes replication-offset-checkpoint every 5 s, as
@@ -188,12 +196,7 @@ func (b *Broker) crash(power bool) {
 			b.drain() // see Options.PowerLossInRollWindow
 		}
 	}
-	clone := b.FS.CrashClone(opts)
-	b.drain()   // on the old disk, which is gone: Close waits for them
-	b.M.Close() // likewise
-	b.member.die()
-	b.FS, b.M, b.up, b.serving, b.parked, b.produces, b.tasks = clone, nil, false, false, nil, nil, nil
-	b.inc++
+	b.die(b.FS.CrashClone(opts))
 	kind := "crashes"
 	if power {
 		kind = "loses power"
@@ -201,9 +204,60 @@ func (b *Broker) crash(power bool) {
 	b.s.W.Tracef("broker %d %s", b.ID, kind)
 }
 
+// die ends the process, its disk replaced by clone.
+func (b *Broker) die(clone *vfs.MemFS) {
+	b.powerIn = 0
+	b.drain()   // on the old disk, which is gone: Close waits for them
+	b.M.Close() // likewise
+	b.member.die()
+	b.FS, b.M, b.up, b.serving, b.parked, b.produces, b.tasks, b.dying = clone, nil, false, false, nil, nil, nil, nil
+	b.disk = vfs.Inject(b.FS, vfs.InjectorFunc(b.onDiskOp))
+	b.inc++
+}
+
+// armPowerLoss makes the power fail at one of the next mutating disk
+// operations of the process, whatever it is doing (an append, its fsync, a
+// checkpoint's rename, a roll, a truncation).
+func (b *Broker) armPowerLoss(within int) {
+	b.powerIn = 1 + b.s.W.Intn(within)
+	b.s.W.Tracef("fault: broker %d will lose power at its %d-th disk write from now", b.ID, b.powerIn)
+}
+
+// onDiskOp sees every operation of the process on its disk. Where an armed
+// power loss strikes, the crash state is taken before the operation (which
+// goes on, on a disk that is gone), the process stops sending or taking
+// anything, and it dies at the end of the event.
+func (b *Broker) onDiskOp(op vfs.Op) error {
+	if b.powerIn == 0 || b.dying != nil || !op.Kind.Mutating() {
+		return nil
+	}
+	b.powerIn--
+	if b.powerIn > 0 {
+		return nil
+	}
+	if !b.s.powerLossAllowed(b.ID) || !b.s.Opt.FlushEveryMessage && !b.s.Opt.PowerLossInRollWindow && len(b.tasks) > 0 {
+		b.s.W.Tracef("broker %d: armed power loss at %v not allowed now: dropped", b.ID, op)
+		return nil
+	}
+	b.s.stats.PowerLosses++
+	b.s.stats.PowerLossesMidWrite++
+	b.s.markUnclean(b.ID)
+	b.dying = b.FS.CrashClone(vfs.CrashOptions{Rand: b.s.W.Rand})
+	b.s.W.Tracef("broker %d loses power at %v", b.ID, op)
+	inc := b.inc
+	b.s.W.After(0, func() {
+		if b.inc == inc && b.dying != nil {
+			b.die(b.dying)
+			b.s.restartLater(b)
+		}
+	})
+	return nil
+}
+
 // stop is a clean stop at the end of a run: logs flushed and closed,
 // checkpoints written, the session closed.
 func (b *Broker) stop() error {
+	b.powerIn = 0
 	b.drain()
 	if err := b.M.CheckpointHighWatermarks(); err != nil {
 		return err
@@ -224,7 +278,7 @@ func (b *Broker) stop() error {
 // ZooKeeper delivered, answer the parked fetches and produces that can be
 // answered, then send what Ready asks.
 func (b *Broker) settle() {
-	if !b.up {
+	if !b.up || b.dying != nil {
 		return
 	}
 	b.member.poll()

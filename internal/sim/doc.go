@@ -130,13 +130,17 @@
 // has left the ISR (KIP-966, fixed only in KRaft). So a power loss is
 // injected only when every other broker is up, registered, in touch with
 // ZooKeeper and in every ISR, no broker is unclean (lost power while in an
-// ISR it has not left since), and the broker is not the controller (a
-// controller that loses power and registers again before the next
-// controller loads its snapshot is never seen to die: the next controller
-// keeps it as leader with its shortened log; found by this simulation,
-// seed 174, and true of Kafka 2.x's ZooKeeper mode too); while a broker is
-// unclean, no fault that could take another ISR member away (or elect the
-// unclean one as preferred leader) is injected. Records below a
+// ISR it has not left since), and an active controller that is not the
+// broker, in touch with ZooKeeper and without ZooKeeper faults, will see it
+// die: a broker that registers again before a controller loads a snapshot
+// (a new one, or the same one reloading after a ZooKeeper error) is never
+// seen to have bounced and stays leader, in the same leader epoch, with its
+// shortened log (found by this simulation, seeds 174 and 2326 of base
+// 2000; true of Kafka 2.x's ZooKeeper controller on a failover; Kafka has
+// no reload, and cluster.Controller's Activate forgets the broker epochs it
+// knew, where it could keep them across a reload). While a broker is
+// unclean no fault that could take another ISR member away, move or reload
+// the controller, or elect the unclean one as preferred leader is injected. Records below a
 // DeleteRecords offset are not checked: the log start is durable only at
 // its periodic checkpoint (as Kafka's), so a crash can uncover deleted
 // records again, and they may differ between replicas.

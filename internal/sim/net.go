@@ -95,6 +95,9 @@ func (n *Network) Send(c Conn, lossy bool, deliver func()) bool {
 	if n.cut[c.From][c.To] || lossy && c.From != c.To && n.w.Chance(n.DropRate) {
 		return false
 	}
+	if up, _ := n.nodes[c.From].Alive(); !up && c.From != c.To {
+		return false // the sender is gone (or stops: a power loss in this event)
+	}
 	up, inc := n.nodes[c.To].Alive()
 	if !up {
 		return false

@@ -141,9 +141,10 @@ type Sim struct {
 
 // Stats count what a run did.
 type Stats struct {
-	ProcessCrashes, PowerLosses, LinkCuts, Isolations, ZKIsolations, SessionExpiries,
+	ProcessCrashes, PowerLosses, PowerLossesMidWrite, LinkCuts, Isolations, ZKIsolations, SessionExpiries,
 	ControllerMoves, PreferredElections, DeleteRecords, ZKFaultPeriods, TopicsCreated int
-	// What the faults led to: controller elections, controller writes that
+	// (PowerLossesMidWrite: of PowerLosses, those that struck inside a disk
+	// operation.) What the faults led to: controller elections, controller writes that
 	// landed, and those fenced; ZooKeeper calls whose request or response
 	// was lost; fetches answered with a diverging epoch, with
 	// OFFSET_OUT_OF_RANGE, with FENCED_LEADER_EPOCH; ListOffsets sent; log
@@ -271,6 +272,9 @@ func (s *Sim) Report() *history.Report { return s.report }
 // violation).
 func (s *Sim) Heal() error {
 	s.Opt.Faults = false
+	for _, b := range s.Brokers[1:] {
+		b.powerIn = 0
+	}
 	s.zkLossRate, s.watchLag = 0, 0
 	s.Net.HealAll()
 	s.Net.MaxDelayMs, s.Net.DropRate = 20, 0.01
