@@ -38,6 +38,8 @@ type Broker struct {
 	tasks    []*task // segment background work not yet run
 	pumpAt   int64   // the pending time-driven Ready, 0 when none
 
+	alterInflight int // AlterPartition requests sent and not answered (a lost one counts until its timeout)
+
 	powerIn int        // an armed power loss strikes at the powerIn-th mutating disk operation from now (0: none)
 	dying   *vfs.MemFS // the crash state taken where power was lost; the process dies at the end of the event
 }
@@ -211,6 +213,7 @@ func (b *Broker) die(clone *vfs.MemFS) {
 	b.M.Close() // likewise
 	b.member.die()
 	b.FS, b.M, b.up, b.serving, b.parked, b.produces, b.tasks, b.dying = clone, nil, false, false, nil, nil, nil, nil
+	b.alterInflight = 0
 	b.disk = vfs.Inject(b.FS, vfs.InjectorFunc(b.onDiskOp))
 	b.inc++
 }

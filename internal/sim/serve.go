@@ -67,9 +67,14 @@ func (b *Broker) sendAlterPartition(req *kmsg.AlterPartitionRequest) {
 	}
 	to := b.s.Brokers[ctrl]
 	w := encodeReq(req)
+	b.alterInflight++
+	inc := b.inc
 	b.s.Net.Call(Conn{From: b.ID, To: ctrl, Kind: ConnAlter}, true, 0,
 		func(reply func(any)) { to.serveController(w, reply) },
 		func(resp any, err error) {
+			if b.inc == inc {
+				b.alterInflight--
+			}
 			var r *kmsg.AlterPartitionResponse
 			if err == nil {
 				d, derr := decodeResp(resp.(wire))
