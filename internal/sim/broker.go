@@ -272,7 +272,7 @@ func (b *Broker) stop() error {
 	b.member.dead = true
 	b.member.closeChannels()
 	b.member.zk.Close()
-	b.up = false
+	b.up, b.serving, b.parked, b.produces, b.alterInflight = false, false, nil, nil, 0
 	b.inc++
 	return err
 }

@@ -94,7 +94,9 @@
 // leader's or anyone's); /controller deleted (a forced re-election); a
 // ZooKeeper fault period (lost requests and responses, late watch events);
 // a preferred leader election (ElectLeaders, or the controller's rebalance
-// tick); DeleteRecords on a leader; a network slowdown with more drops.
+// tick); a controlled shutdown (SIGTERM: ControlledShutdown to the
+// controller, retried up to three times, then a clean stop and a restart
+// later); DeleteRecords on a leader; a network slowdown with more drops.
 // Then everything heals: links, ZooKeeper connections, crashed brokers
 // restarted, and the cluster must converge.
 //
@@ -149,8 +151,8 @@
 //
 // # Not covered
 //
-// Topic deletion, partition additions and reassignment, controlled
-// shutdown, unclean leader election, log dir failures (no I/O errors are
+// Topic deletion, partition additions and reassignment, unclean leader
+// election, log dir failures (no I/O errors are
 // injected: only crash states), config changes through /config/changes,
 // compaction and retention, idempotent and transactional producers,
 // consumer groups, clock skew between brokers, ZooKeeper itself failing or

@@ -3,6 +3,8 @@ package sim
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/cluster"
 	"github.com/stratalog/strata/replica"
 )
@@ -23,7 +25,7 @@ func (s *Sim) scheduleFault() {
 // the other ISR members away are injected.
 func (s *Sim) injectFault() {
 	k := s.W.Intn(100)
-	if s.anyUnclean() && k < 65 {
+	if s.anyUnclean() && (k < 65 || k >= 80 && k < 86) {
 		return
 	}
 	switch {
@@ -121,6 +123,16 @@ func (s *Sim) injectFault() {
 		}
 	case k < 70: // DeleteRecords up to some offset below the high watermark
 		s.deleteRecords()
+	case k >= 80 && k < 86: // a broker stops (SIGTERM): controlled shutdown, then a clean stop
+		ups := s.upBrokers()
+		if len(ups) == 0 {
+			return
+		}
+		b := ups[s.W.Intn(len(ups))]
+		if b.serving && b.dying == nil {
+			s.stats.ControlledShutdowns++
+			b.controlledShutdown()
+		}
 	case k < 80: // the network slows down and drops more for a while
 		s.Net.MaxDelayMs = s.W.Between(20, 300)
 		s.Net.DropRate = float64(s.W.Intn(10)) / 100
@@ -129,6 +141,63 @@ func (s *Sim) injectFault() {
 			s.Net.MaxDelayMs, s.Net.DropRate = 20, 0.01
 		})
 	}
+}
+
+// controlledShutdown is a broker stopping on SIGTERM with
+// controlled.shutdown.enable: it asks the controller (the one its metadata
+// names) to move its leaderships, retrying until none is left or
+// controlled.shutdown.max.retries (3) attempts failed, then stops cleanly
+// (logs flushed, checkpoints written, the session closed: its registration
+// goes at once) and restarts later.
+func (b *Broker) controlledShutdown() {
+	s, inc := b.s, b.inc
+	b.s.W.Tracef("fault: broker %d shuts down (controlled)", b.ID)
+	attempts := 0
+	var try func()
+	stop := func(why string) {
+		if b.inc != inc || !b.up || b.dying != nil {
+			return
+		}
+		s.W.Tracef("broker %d stops: %s", b.ID, why)
+		if err := b.stop(); err != nil {
+			s.fail("broker %d: clean stop: %v", b.ID, err)
+		}
+		s.restartLater(b)
+	}
+	try = func() {
+		if b.inc != inc || !b.up || b.dying != nil {
+			return
+		}
+		attempts++
+		ctrl := b.meta.controller
+		if attempts > 3 || ctrl < 1 || int(ctrl) >= len(s.Brokers) {
+			stop("controlled shutdown gave up")
+			return
+		}
+		req := kmsg.NewPtrControlledShutdownRequest()
+		req.Version = 3
+		req.BrokerID, req.BrokerEpoch = b.ID, b.member.epoch
+		to, w := s.Brokers[ctrl], encodeReq(req)
+		s.Net.Call(Conn{From: b.ID, To: ctrl, Kind: ConnAlter}, true, 0,
+			func(reply func(any)) { to.serveController(w, reply) },
+			func(resp any, err error) {
+				if err == nil {
+					d, derr := decodeResp(resp.(wire))
+					if derr != nil {
+						s.fail("broker %d: %v", b.ID, derr)
+						return
+					}
+					r := d.(*kmsg.ControlledShutdownResponse)
+					if r.ErrorCode == 0 && len(r.PartitionsRemaining) == 0 {
+						stop("controlled shutdown done")
+						return
+					}
+					s.W.Tracef("broker %d: controlled shutdown answered %d, %d partitions remaining", b.ID, r.ErrorCode, len(r.PartitionsRemaining))
+				}
+				s.W.After(200, try) // controlled.shutdown.retry.backoff.ms
+			})
+	}
+	try()
 }
 
 // expiryVictim picks whose session expires: the controller, a leader or

@@ -142,7 +142,7 @@ type Sim struct {
 // Stats count what a run did.
 type Stats struct {
 	ProcessCrashes, PowerLosses, PowerLossesMidWrite, LinkCuts, Isolations, ZKIsolations, SessionExpiries,
-	ControllerMoves, PreferredElections, DeleteRecords, ZKFaultPeriods, TopicsCreated int
+	ControllerMoves, PreferredElections, ControlledShutdowns, DeleteRecords, ZKFaultPeriods, TopicsCreated int
 	// (PowerLossesMidWrite: of PowerLosses, those that struck inside a disk
 	// operation.) What the faults led to: controller elections, controller writes that
 	// landed, and those fenced; ZooKeeper calls whose request or response
