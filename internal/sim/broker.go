@@ -92,6 +92,10 @@ func (b *Broker) start() {
 	b.meta = newMetaCache()
 	b.s.W.Tracef("broker %d starts (incarnation %d)", b.ID, b.inc)
 	b.member = newMember(b)
+	if b.s.zkCut[b.ID] { // restarted while cut off ZooKeeper
+		b.s.expireLater(b.member.zk)
+		b.member.zk.Disconnect()
+	}
 	b.scheduleCheckpoint()
 }
 
