@@ -28,12 +28,78 @@
 //     (FetchResponse, ListOffsetsResponse, AlterPartitionResponse), with an
 //     error when the request got no answer. Wake signals new work; Ready's
 //     NextMs tells when time alone makes some due.
-//   - Runner (to come) is the production edge: replica fetcher goroutines
-//     (num.replica.fetchers per source broker, long-polling Fetch requests
-//     with this broker's replica id), the ISR-expiry tick (Ready does the
-//     check), the replication-offset-checkpoint writer and the AlterPartition
-//     sender, over the Kafka protocol. The simulation drives Manager directly
-//     instead.
+//   - Runner (runner.go, runner_fetcher.go, runner_send.go) is the
+//     production edge: it sends what Ready asks over the Kafka protocol
+//     (internal/kwire) and hands every outcome back; see Runner below. The
+//     simulation drives Manager directly instead.
+//
+// # Runner
+//
+// StartRunner(m, RunnerOptions) starts, over a Manager:
+//
+//   - The loop: Ready(now), each request handed to its sender, then sleep
+//     until Wake fires or Ready's NextMs comes. Nothing runs on a timer of
+//     its own: a long poll's answer, a control request or a state change
+//     wakes it, time-driven work (backoffs, the ISR expiry check every
+//     replica.lag.time.max.ms/2, AlterPartition retries) comes as NextMs.
+//   - Replica fetchers (Kafka's ReplicaFetcherThread): one goroutine and
+//     one connection per (source broker, fetcher id), num.replica.fetchers
+//     per source broker, started on the first Fetch Ready gives for the
+//     target and ended after replica.socket.timeout.ms without one (the
+//     leader moved away). One Fetch in flight per connection: it long-polls
+//     on the leader (replica.fetch.wait.max.ms, replica.fetch.min.bytes) and
+//     is bounded by replica.socket.timeout.ms. The response's record
+//     batches alias the connection's read buffer (kept at
+//     replica.fetch.response.max.bytes): FetchResponse appends them
+//     (AppendAssigned) before the fetcher sends anything else, so the
+//     follower copies a byte once from the socket and once into the page
+//     cache. The leader's address is resolved at every fetch (by default
+//     Manager.Endpoint, from LeaderAndIsr's live_leaders); a new address
+//     closes the connection and dials the new one. Any error closes the
+//     connection and is handed back: the Manager backs the partitions off
+//     for replica.fetch.backoff.ms, and the next fetch dials again. A new
+//     leader is a new target: Ready says so. The fetchers' SO_RCVBUF is
+//     replica.socket.receive.buffer.bytes (-1: the OS's).
+//   - ListOffsets (a follower out of range, rare): each on a connection of
+//     its own, closed after.
+//   - The AlterPartition sender: one request at a time to the controller
+//     RunnerOptions.Controller names, over one connection. With no
+//     controller known the request waits for ControllerChanged. After a
+//     failure (no answer, a top-level error such as NOT_CONTROLLER or
+//     STALE_BROKER_EPOCH, or NOT_CONTROLLER for a partition) the outcome
+//     goes back to the Manager (which retries after AlterPartitionRetryMs)
+//     and the next request to the same controller waits for the
+//     controller to change or for a backoff doubling from
+//     AlterPartitionRetryMs to 1 s.
+//   - The high-watermark checkpoint: replication-offset-checkpoint every
+//     replica.high.watermark.checkpoint.interval.ms.
+//
+// Requests go at the versions the Manager builds (Fetch 12, ListOffsets
+// 4, AlterPartition 1) without an ApiVersions exchange: the brokers of one
+// cluster run one inter-broker protocol, as Kafka's
+// inter.broker.protocol.version pins it.
+//
+// Close cancels the requests in flight (their outcomes go back to the
+// Manager as errors, so it can be driven again), waits for every goroutine
+// and writes the checkpoint a last time.
+//
+// What the broker calls, in cluster mode: NewManager (Config from the
+// replica.* properties, OpenLog over its log dirs, OnTruncate writing the
+// recovery point); SetBrokerEpoch once registered; StartRunner with the
+// controller's id and address from /controller and UpdateMetadata
+// (Runner.ControllerChanged whenever they change), client id,
+// replica.socket.timeout.ms, replica.socket.receive.buffer.bytes and
+// replica.high.watermark.checkpoint.interval.ms; LeaderAndIsr and
+// StopReplica from the controller (the Manager wakes the Runner itself);
+// for Fetch with a replica id, Partition.FetchFromFollower, parked until
+// min bytes arrive (Log.Changed) or max wait passes and sent with sendfile
+// (HandleFetch is the copying equivalent; answering a parked fetch also
+// when the partition's high watermark moved since the request came, as the
+// Runner's tests do, lets followers learn it without waiting for data or
+// max wait, where Kafka 2.8 waits), ListOffsets and
+// OffsetForLeaderEpoch from replicas through HandleListOffsets and
+// HandleOffsetForLeaderEpoch; produce through AppendAsLeader and, for
+// acks=-1, Await; at shutdown Runner.Close, then Manager.Close.
 //
 // # Protocol (reference: kafka-replication.md)
 //

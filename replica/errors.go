@@ -43,6 +43,14 @@ var (
 	ErrInvalidRequest = errors.New("replica: invalid request")
 	// ErrClosed: the manager was closed.
 	ErrClosed = errors.New("replica: closed")
+	// ErrNoController: the Runner knows no controller to send
+	// AlterPartition to.
+	ErrNoController = errors.New("replica: no controller known")
+	// ErrNoEndpoint: the Runner knows no address for a leader (no
+	// LeaderAndIsr live_leaders entry names it).
+	ErrNoEndpoint = errors.New("replica: no address for broker")
+	// ErrRunnerStopped: a request was abandoned because the Runner stopped.
+	ErrRunnerStopped = errors.New("replica: runner stopped")
 )
 
 // ErrorCode is the Kafka error code for err (0 for nil).

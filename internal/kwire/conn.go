@@ -26,6 +26,12 @@ type Options struct {
 	MaxResponseBytes int32
 	// Dial, when set, opens the connection (tests put a proxy there).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// KeepBufferBytes is the largest read or write buffer kept between
+	// requests (default 4 MiB); a larger one, grown by a large exchange, is
+	// dropped after it. A replica fetcher keeps its largest response
+	// (replica.fetch.response.max.bytes) so that catching up does not
+	// allocate and fault in a new buffer per fetch.
+	KeepBufferBytes int
 }
 
 // Conn is one connection to a broker. Its methods may be called from
@@ -34,6 +40,7 @@ type Conn struct {
 	nc       net.Conn
 	clientID *string
 	max      int32
+	keep     int
 	addr     string
 
 	mu       sync.Mutex
@@ -57,7 +64,7 @@ type pending struct {
 	corr int32
 }
 
-// keepBuf is the largest buffer kept between requests.
+// keepBuf is the default largest buffer kept between requests.
 const keepBuf = 4 << 20
 
 // Dial connects to a broker at addr (host:port).
@@ -67,6 +74,9 @@ func Dial(ctx context.Context, addr string, o Options) (*Conn, error) {
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 256 << 20
+	}
+	if o.KeepBufferBytes <= 0 {
+		o.KeepBufferBytes = keepBuf
 	}
 	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 	defer cancel()
@@ -82,7 +92,7 @@ func Dial(ctx context.Context, addr string, o Options) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := &Conn{nc: nc, max: o.MaxResponseBytes, addr: addr}
+	c := &Conn{nc: nc, max: o.MaxResponseBytes, keep: o.KeepBufferBytes, addr: addr}
 	if o.ClientID != "" {
 		id := o.ClientID
 		c.clientID = &id
@@ -252,12 +262,13 @@ func (c *Conn) write(ctx context.Context) error {
 	return nil
 }
 
-// trim drops buffers grown past keepBuf by a large exchange.
+// trim drops buffers grown past Options.KeepBufferBytes by a large
+// exchange.
 func (c *Conn) trim() {
-	if cap(c.wbuf) > keepBuf {
+	if cap(c.wbuf) > c.keep {
 		c.wbuf = nil
 	}
-	if cap(c.rbuf) > keepBuf {
+	if cap(c.rbuf) > c.keep {
 		c.rbuf = nil
 	}
 }

@@ -357,3 +357,47 @@ func BenchmarkRequest(b *testing.B) {
 		}
 	}
 }
+
+// TestKeepBufferBytes: a read buffer grown past KeepBufferBytes is dropped
+// after its exchange (the default keeps 4 MiB), one within it is reused, so
+// a replica fetcher setting it to its largest response reads every fetch
+// into the same buffer.
+func TestKeepBufferBytes(t *testing.T) {
+	records := make([]byte, 6<<20)
+	f := startFake(t, func(c net.Conn, r reqFrame) bool {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = r.version
+		tp := kmsg.NewFetchResponseTopic()
+		tp.Topic = "t"
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.RecordBatches = records
+		tp.Partitions = append(tp.Partitions, p)
+		resp.Topics = append(resp.Topics, tp)
+		c.Write(frame(r.corr, []byte{0}, resp.AppendTo(nil)))
+		return true
+	})
+	fetch := func(c *Conn) []byte {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		resp, err := c.Request(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+		if len(got) != len(records) {
+			t.Fatalf("%d record bytes", len(got))
+		}
+		return got
+	}
+	def := dial(t, f.addr(), Options{})
+	fetch(def)
+	if cap(def.rbuf) != 0 {
+		t.Fatalf("default: a %d-byte read buffer kept", cap(def.rbuf))
+	}
+	kept := dial(t, f.addr(), Options{KeepBufferBytes: 8 << 20})
+	a := fetch(kept)
+	b := fetch(kept)
+	if &a[0] != &b[0] {
+		t.Fatal("KeepBufferBytes 8 MiB: the second response was read into a new buffer")
+	}
+}

@@ -30,7 +30,9 @@
 // with the first cause.
 //
 // Buffers are reused: one write buffer and one read buffer per connection,
-// so a request costs no allocation beyond its response's decoding. Byte
+// so a request costs no allocation beyond its response's decoding (a
+// buffer grown past Options.KeepBufferBytes, 4 MiB by default, is dropped
+// after its exchange). Byte
 // fields of a response (a Fetch response's record batches) alias the read
 // buffer and are valid until the next call on the same Conn; copy them to
 // keep them longer.

@@ -1,0 +1,152 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/internal/kwire"
+)
+
+// fetcher is one replica fetcher (Kafka's ReplicaFetcherThread): a source
+// broker and fetcher id, its own connection, one Fetch in flight. It lives
+// while the Manager sends it work and ends after replica.socket.timeout.ms
+// without any (its leader moved away), closing its connection.
+type fetcher struct {
+	tgt  FetchTarget
+	jobs chan FetchRequest // capacity 1: the Manager has one in flight per target
+	conn *kwire.Conn
+	bad  bool // the last exchange failed: log the next success
+}
+
+// sendFetch queues a fetch for its target's fetcher, starting one if
+// needed. Lookup and send hold r.mu together, as retire does, so a fetch
+// never lands in the queue of a fetcher that has just retired. The queue
+// never holds more than one: the fetcher hands each outcome back before it
+// takes the next, and the Manager asks no new fetch for the target before
+// the outcome.
+func (r *Runner) sendFetch(req FetchRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.fetchers[req.Target]
+	if f == nil {
+		f = &fetcher{tgt: req.Target, jobs: make(chan FetchRequest, 1)}
+		r.fetchers[req.Target] = f
+		r.wg.Add(1)
+		go r.runFetcher(f)
+	}
+	select {
+	case f.jobs <- req:
+	default:
+		// Cannot happen (see above); the queued fetch's outcome will let
+		// the Manager ask again.
+		r.log.Error("replica fetcher busy: fetch dropped", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher)
+	}
+}
+
+// retire removes an idle fetcher unless work came meanwhile.
+func (r *Runner) retire(f *fetcher) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(f.jobs) > 0 {
+		return false
+	}
+	delete(r.fetchers, f.tgt)
+	return true
+}
+
+func (r *Runner) runFetcher(f *fetcher) {
+	defer r.wg.Done()
+	defer func() {
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}()
+	idle := time.Duration(r.o.SocketTimeoutMs) * time.Millisecond
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return // Close's sweep hands back a queued fetch
+		case job := <-f.jobs:
+			r.fetch(f, job)
+		case <-t.C:
+			if r.retire(f) {
+				r.log.Debug("replica fetcher idle: stopping", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher)
+				return
+			}
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(idle)
+	}
+}
+
+// fetch sends one Fetch and hands its outcome back. The response's record
+// batches alias the connection's read buffer: the Manager appends them
+// (FetchResponse returns) before this fetcher sends anything else on the
+// connection, so they are never copied.
+func (r *Runner) fetch(f *fetcher, job FetchRequest) {
+	resp, err := r.exchangeFetch(f, job.Req)
+	if err != nil && r.ctx.Err() == nil {
+		if !f.bad {
+			r.log.Warn("fetch from leader failed: backing off", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+		} else {
+			r.log.Debug("fetch from leader failed again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+		}
+		f.bad = true
+	} else if err == nil && f.bad {
+		r.log.Info("fetching from leader again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher)
+		f.bad = false
+	}
+	r.m.FetchResponse(job.Target, job.Req, resp, err, r.o.Now())
+}
+
+// exchangeFetch sends req on the fetcher's connection, dialling the
+// leader's current address first when there is none or the leader moved.
+// Any error closes the connection; the next fetch dials again (after the
+// Manager's replica.fetch.backoff.ms).
+func (r *Runner) exchangeFetch(f *fetcher, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	addr, ok := r.o.Resolve(f.tgt.Broker)
+	if !ok {
+		f.closeConn()
+		return nil, fmt.Errorf("%w %d", ErrNoEndpoint, f.tgt.Broker)
+	}
+	if f.conn != nil && f.conn.Addr() != addr {
+		r.log.Info("leader address changed: reconnecting", "leader", f.tgt.Broker, "from", f.conn.Addr(), "to", addr)
+		f.closeConn()
+	}
+	ctx, cancel := r.requestCtx()
+	defer cancel()
+	if f.conn == nil {
+		c, err := r.dial(ctx, addr, r.clientID(fmt.Sprintf("-fetcher-%d", f.tgt.Fetcher)), true)
+		if err != nil {
+			return nil, err
+		}
+		f.conn = c
+	}
+	resp, err := f.conn.Request(ctx, req)
+	if err != nil {
+		f.closeConn()
+		return nil, err
+	}
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		f.closeConn()
+		return nil, fmt.Errorf("%w: Fetch answered by another response kind", kwire.ErrBadFrame)
+	}
+	return fr, nil
+}
+
+func (f *fetcher) closeConn() {
+	if f.conn != nil {
+		f.conn.Close()
+		f.conn = nil
+	}
+}
