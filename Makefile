@@ -15,7 +15,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   ?= -X github.com/stratalog/strata/tools.version=$(VERSION) -X github.com/stratalog/strata/tools.commit=$(COMMIT)
 
-.PHONY: build ldflags test staticcheck vet fmt-check unit crash fuzz fuzz-short bench bench-peers run deps cluster soak soak-faults
+.PHONY: build ldflags test staticcheck vet fmt-check unit sim crash fuzz fuzz-short bench bench-peers run deps cluster soak soak-faults soak-sim
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o strata .
@@ -37,7 +37,7 @@ cluster: build
 deps:
 	@bash scripts/deps.sh
 
-test: deps fmt-check vet staticcheck unit crash fuzz-short
+test: deps fmt-check vet staticcheck unit sim crash fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -56,7 +56,7 @@ unit:
 
 # soak runs the long versions of the tests that have one; each adds itself
 # as a prerequisite.
-soak: soak-faults
+soak: soak-faults soak-sim
 
 # soak-faults runs the fault scenarios of internal/faults (real ZooKeeper,
 # three broker processes; `make test` runs each fault once) with
@@ -65,6 +65,25 @@ soak: soak-faults
 FAULT_ROUNDS ?= 5
 soak-faults:
 	@set -o pipefail; STRATA_FAULTS_ROUNDS=$(FAULT_ROUNDS) $(GO) test -race -count=1 -timeout 0 -run '^TestFaults$$' -v ./internal/faults/ | grep -v '^=== RUN'
+
+# sim runs the deterministic cluster simulation (internal/sim) over SIM_SEEDS
+# seeds without the race detector (the unit tests run a few under it). A
+# failing seed prints its replay line (SIM_SEED=n ...) and the end of its
+# trace; the summary line gives seeds/s and what the faults did.
+SIM_SEEDS ?= 500
+sim:
+	@set -o pipefail; SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestSimSweep$$' -v ./internal/sim/ | grep -v '^=== RUN'
+
+# soak-sim runs the simulation long: SOAK_SEEDS seeds of SOAK_DURATION_MS simulated
+# ms each, from a base that changes every run (SIM_SEED_BASE=n to pin it),
+# reporting every failing seed (each replays with the printed SIM_SEED and
+# SIM_DURATION_MS).
+SOAK_SEEDS       ?= 5000
+SOAK_DURATION_MS ?= 30000
+soak-sim:
+	@base=$${SIM_SEED_BASE:-$$(( $$(date +%s) % 1000000 * 10000 ))}; echo "soak: seeds $$((base+1))..$$((base+$(SOAK_SEEDS)))"; \
+	SIM_SEED_BASE=$$base SIM_SEEDS=$(SOAK_SEEDS) SIM_DURATION_MS=$(SOAK_DURATION_MS) SIM_KEEP_GOING=1 \
+		$(GO) test -count=1 -timeout 0 -run '^TestSimSweep$$' -v ./internal/sim/ | grep -v '^=== RUN'
 
 # crash runs the crash-consistency harness verbosely so its count of explored
 # crash states shows in the output.

@@ -18,7 +18,9 @@
 //     changes and follower writes hold it alone).
 //   - Manager (manager.go, manager_ready.go, manager_serve.go) holds a
 //     broker's partitions and applies the controller's LeaderAndIsr and
-//     StopReplica to them, serves follower fetches, and reports what must be
+//     StopReplica to them (refusing, with STALE_BROKER_EPOCH, those carrying
+//     the broker epoch of an earlier registration, or any broker epoch
+//     before SetBrokerEpoch: KIP-380), serves follower fetches, and reports what must be
 //     sent instead of sending it: Ready(now) returns the Fetch requests to
 //     leaders (one in flight per source broker and fetcher), the ListOffsets a
 //     follower out of range needs, and the AlterPartition for the controller

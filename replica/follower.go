@@ -185,7 +185,7 @@ func (p *Partition) handleFetchData(leader int32, req *kmsg.FetchRequestTopicPar
 		return p.truncateOnDivergence(d.Epoch, d.EndOffset)
 	}
 	if len(resp.RecordBatches) > 0 {
-		if err := p.appendAsFollower(resp.RecordBatches); err != nil {
+		if err := p.appendAsFollower(resp.RecordBatches, resp.LogStartOffset); err != nil {
 			if errors.Is(err, ErrInvalidRecords) {
 				p.logger.Warn("invalid records from the leader", "err", err)
 				p.backoff(now)
@@ -213,8 +213,15 @@ func (p *Partition) handleFetchData(leader int32, req *kmsg.FetchRequestTopicPar
 // appendAsFollower appends the leader's batches as they are: v2 batches with
 // good CRCs, the first continuing the log (a partial last batch, cut by the
 // leader's max bytes, is left for the next fetch), and records the epochs of
-// new leaders in the epoch cache first. roleMu and mu held.
-func (p *Partition) appendAsFollower(records []byte) error {
+// new leaders in the epoch cache first. A first batch that starts below the
+// log end but reaches it is taken when nothing this log holds is in the
+// leader's log any more: the log is empty (Kafka's
+// UnexpectedAppendOffsetException case), or ends at or below the leader's
+// log start leaderStart (DeleteRecords moved it past the point where this
+// log diverged: the epochs that would have told are gone from the leader's
+// cache, and without this the follower would refuse the batch for ever).
+// The log is then cut to the batch. roleMu and mu held.
+func (p *Partition) appendAsFollower(records []byte, leaderStart int64) error {
 	leo := p.log.LogEndOffset()
 	end := 0
 	it := record.NewIterator(records, record.ScanOptions{VerifyCRC: true})
@@ -224,12 +231,11 @@ func (p *Partition) appendAsFollower(records []byte) error {
 			return fmt.Errorf("%w: entry at byte %d has magic %d", ErrInvalidRecords, it.Pos(), h.Magic)
 		}
 		if end == 0 && h.Offset < leo {
-			if leo != p.log.LogStartOffset() || h.LastOffset < leo {
+			if leo != p.log.LogStartOffset() && leo > leaderStart || h.LastOffset < leo {
 				return fmt.Errorf("%w: batch at offset %d does not continue the log at %d", ErrInvalidRecords, h.Offset, leo)
 			}
-			// The leader's log start lies inside this batch and the log is
-			// empty: start it at the batch (Kafka's
-			// UnexpectedAppendOffsetException case).
+			// The leader's log start lies inside this batch and nothing
+			// before it here is in the leader's log: start at the batch.
 			if err := p.log.TruncateTo(h.Offset); err != nil {
 				return err
 			}

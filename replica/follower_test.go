@@ -356,3 +356,39 @@ func TestOnTruncate(t *testing.T) {
 		t.Fatalf("a newer epoch: %v", err)
 	}
 }
+
+// TestFollowerBehindLeaderLogStart: the leader's log start (DeleteRecords)
+// moved past the point where this follower's log diverged from it, so the
+// leader no longer knows the epochs that would tell (it answers the
+// follower's last epoch as ending at its log start): its batch holding the
+// fetch offset starts below the follower's log end. Nothing the follower
+// holds is in the leader's log any more: it cuts its log to the batch and
+// appends, instead of refusing the batch at every fetch, for ever (found by
+// internal/sim, seed 96: the cluster never converged).
+func TestFollowerBehindLeaderLogStart(t *testing.T) {
+	f := followerWith(t, 0, 0, 0, 0, 0, 0, 0, 0) // offsets 0-7 of epoch 0; 7 differs from the leader's
+	err := fetchData(t, f, t0, func(d *kmsg.FetchResponseTopicPartition) {
+		d.RecordBatches = epochBatch(t, 7, 1, "x", "y", "z") // the leader's [7, 9] of epoch 1
+		d.LogStartOffset, d.HighWatermark = 8, 10
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readLog(t, f.Log(), -1)
+	if f.Log().LogEndOffset() != 10 || f.Log().LogStartOffset() != 8 || got[len(got)-1] != (entry{9, 1, "z"}) {
+		t.Fatalf("log [%d, %d) %v, want the leader's batch appended and the log starting at 8", f.Log().LogStartOffset(), f.Log().LogEndOffset(), got)
+	}
+	if want := []EpochEntry{{Epoch: 1, StartOffset: 8}}; !slices.Equal(f.Epochs(), want) {
+		t.Fatalf("epochs %v, want %v", f.Epochs(), want)
+	}
+	// A log that still reaches into the leader's log is not cut: the batch
+	// below its end is refused as before.
+	g := followerWith(t, 0, 0, 0, 0, 0, 0, 0, 0)
+	err = fetchData(t, g, t0, func(d *kmsg.FetchResponseTopicPartition) {
+		d.RecordBatches = epochBatch(t, 7, 1, "x", "y", "z")
+		d.LogStartOffset = 5
+	})
+	if !errors.Is(err, ErrInvalidRecords) || g.Log().LogEndOffset() != 8 {
+		t.Fatalf("batch below the log end with the leader's start at 5: %v, log end %d", err, g.Log().LogEndOffset())
+	}
+}

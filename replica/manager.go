@@ -75,8 +75,21 @@ func NewManager(cfg Config) (*Manager, error) {
 // Config is the manager's effective configuration.
 func (m *Manager) Config() Config { return m.cfg }
 
+// staleBrokerEpoch tells whether a control request was meant for an earlier
+// registration of this broker (KIP-380): its broker epoch is known (not -1)
+// and below the current one, or this process has not registered yet (no
+// SetBrokerEpoch), so the request can only be for an earlier process. A
+// controller that has not seen this broker's new registration yet may still
+// send, or resend, what it decided for the old one; a process restarted
+// after a power loss must not lead with its shortened log because of it
+// (mu held).
+func (m *Manager) staleBrokerEpoch(e int64) bool {
+	return e >= 0 && (m.brokerEpoch < 0 || e < m.brokerEpoch)
+}
+
 // SetBrokerEpoch sets the broker epoch AlterPartition carries (the czxid of
-// this broker's registration znode).
+// this broker's registration znode); control requests carrying an older
+// one are refused with STALE_BROKER_EPOCH (KIP-380).
 func (m *Manager) SetBrokerEpoch(e int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -175,8 +188,10 @@ type leaderAndIsrPartition struct {
 }
 
 // LeaderAndIsr applies a LeaderAndIsr request (Kafka's
-// ReplicaManager.becomeLeaderOrFollower): a controller epoch below the
-// highest seen is refused whole (STALE_CONTROLLER_EPOCH); otherwise each
+// ReplicaManager.becomeLeaderOrFollower): a broker epoch below this
+// broker's (see SetBrokerEpoch) is refused whole (STALE_BROKER_EPOCH), as
+// is a controller epoch below the highest seen (STALE_CONTROLLER_EPOCH);
+// otherwise each
 // partition whose leader epoch is newer than the one it has, and whose
 // replicas include this broker, gets its log opened (created if needed) and
 // becomes leader or follower; older or equal epochs answer
@@ -189,6 +204,11 @@ func (m *Manager) LeaderAndIsr(req *kmsg.LeaderAndISRRequest, now int64) *kmsg.L
 	defer m.mu.Unlock()
 	if m.closed {
 		resp.ErrorCode = kerr.KafkaStorageError.Code
+		return resp
+	}
+	if m.staleBrokerEpoch(req.BrokerEpoch) {
+		m.cfg.Logger.Warn("ignoring LeaderAndIsr for an earlier registration of this broker", "broker_epoch", req.BrokerEpoch, "current", m.brokerEpoch)
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return resp
 	}
 	if req.ControllerEpoch < m.controllerEpoch {
@@ -325,7 +345,7 @@ type stopPartitionState struct {
 }
 
 // StopReplica applies a StopReplica request (Kafka's stopReplicas): a stale
-// controller epoch is refused whole; a partition whose request leader epoch
+// broker or controller epoch is refused whole; a partition whose request leader epoch
 // (v3+; -1 and -2 always match) is not newer than its own answers
 // FENCED_LEADER_EPOCH; the others stop replicating (waiting produces answer
 // NOT_LEADER_OR_FOLLOWER) and, with delete, are closed, forgotten and their
@@ -334,6 +354,10 @@ func (m *Manager) StopReplica(req *kmsg.StopReplicaRequest, now int64) *kmsg.Sto
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.staleBrokerEpoch(req.BrokerEpoch) {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp
+	}
 	if req.ControllerEpoch < m.controllerEpoch {
 		resp.ErrorCode = kerr.StaleControllerEpoch.Code
 		return resp

@@ -162,6 +162,25 @@ func (p *Partition) loadEpochs() error {
 	if err := c.TruncateFromStart(p.log.LogStartOffset()); err != nil {
 		return err
 	}
+	// Moving the log start cuts the cache at once but reaches the
+	// log-start-offset-checkpoint only at its next write: after a crash the
+	// log may start below the first entry again, with batches of epochs the
+	// cache no longer knows. A leader would answer a follower's older epoch
+	// as ending at the first entry and miss a divergence below it; rebuild
+	// the cache from the log start then.
+	if es := c.Entries(); len(es) > 0 && es[0].StartOffset > p.log.LogStartOffset() {
+		below, err := p.epochBatchBelow(es[0].StartOffset)
+		if err != nil {
+			return err
+		}
+		if below {
+			p.logger.Warn("the log starts below leader-epoch-checkpoint: rebuilding it from the log start", "log_start", p.log.LogStartOffset(), "epochs", es)
+			if err := c.Clear(); err != nil {
+				return err
+			}
+			scanFrom = p.log.LogStartOffset()
+		}
+	}
 	if latest, ok := c.Latest(); ok && latest.StartOffset > scanFrom {
 		scanFrom = latest.StartOffset
 	}
@@ -177,6 +196,44 @@ func (p *Partition) loadEpochs() error {
 		scanFrom = min(scanFrom, bad)
 	}
 	return p.scanEpochs(scanFrom)
+}
+
+// epochBatchBelow tells whether a batch with a leader epoch starts between
+// the log start and end.
+func (p *Partition) epochBatchBelow(end int64) (bool, error) {
+	var buf []byte
+	for off := p.log.LogStartOffset(); off < end; {
+		r, err := p.log.Read(off, 64<<10)
+		if err != nil {
+			return false, fmt.Errorf("%w: checking leader epochs of %s: %w", ErrStorage, p.log.Dir(), err)
+		}
+		if r.Len == 0 {
+			r.Release()
+			return false, nil
+		}
+		buf, err = r.ReadInto(buf)
+		r.Release()
+		if err != nil {
+			return false, fmt.Errorf("%w: checking leader epochs of %s: %w", ErrStorage, p.log.Dir(), err)
+		}
+		next := off
+		it := record.NewIterator(buf, record.ScanOptions{})
+		for it.Next() {
+			h := it.Header()
+			if h.Offset >= end {
+				return false, nil
+			}
+			if h.Magic == 2 && it.Batch().PartitionLeaderEpoch() >= 0 {
+				return true, nil
+			}
+			next = h.LastOffset + 1
+		}
+		if next <= off {
+			return false, nil
+		}
+		off = next
+	}
+	return false, nil
 }
 
 // firstWrongEpoch returns the start offset of the first cache entry whose

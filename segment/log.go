@@ -63,6 +63,15 @@ type Log struct {
 	hasWaiters  atomic.Bool
 }
 
+// background runs task through Options.Go; Close waits for it.
+func (l *Log) background(task func()) {
+	l.bg.Add(1)
+	l.o.Go(func() {
+		defer l.bg.Done()
+		task()
+	})
+}
+
 // segList is an immutable snapshot of the segments, oldest first.
 type segList struct {
 	segs []*Segment

@@ -44,11 +44,9 @@ func (l *Log) syncDir() error {
 // afterDirSync runs then, in the background, once the directory changes
 // noted so far are durable; a failed sync (the log goes offline) skips it.
 func (l *Log) afterDirSync(then func()) {
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
+	l.background(func() {
 		if l.syncDir() == nil && then != nil {
 			then()
 		}
-	}()
+	})
 }

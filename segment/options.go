@@ -93,6 +93,19 @@ type Options struct {
 
 	// Now returns the wall clock in milliseconds (default time.Now).
 	Now func() int64
+	// Go runs the log's background work: the directory fsync after a roll
+	// or a retention delete and what waits for it (the flush of the sealed
+	// segments, the recovery point's raise); the writer returns without
+	// waiting for them.
+	// Default: go task(). A deterministic simulation supplies an executor
+	// that runs each task later, as one of its scheduled events. Close
+	// waits for every task handed to Go, so such an executor must have run
+	// them all before the log is closed (Close, or a caller that closes
+	// it), or Close blocks for ever. The flush.ms flusher and delayed
+	// deletions (file.delete.delay.ms > 0) still use their own goroutines
+	// and timers: a simulation leaves them off (FlushMs unset,
+	// FileDeleteDelayMs < 0).
+	Go func(task func())
 	// Logger receives what the log does (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -153,6 +166,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if n.Now == nil {
 		n.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if n.Go == nil {
+		n.Go = func(task func()) { go task() }
 	}
 	if n.Logger == nil {
 		n.Logger = slog.Default()

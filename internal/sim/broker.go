@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"path"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/stratalog/strata/internal/checkpoint"
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/replica"
@@ -23,24 +21,40 @@ type Broker struct {
 	ID int32
 	// FS is the broker's disk; a crash replaces it by a crash clone.
 	FS *vfs.MemFS
+	// disk is FS as the process uses it: every operation is shown to
+	// onDiskOp, where an armed power loss strikes (powerAt).
+	disk vfs.FS
 	// M is the running broker's replication, nil while it is down.
 	M *replica.Manager
 
-	s      *Sim
-	up     bool
-	inc    int // incarnation: +1 at every start and crash
-	parked []*parkedFetch
-	pumpAt int64 // the pending time-driven Ready, 0 when none
+	s        *Sim
+	up       bool
+	serving  bool // registered once since the process started: requests are served
+	inc      int  // incarnation: +1 at every start and crash
+	member   *member
+	meta     *metaCache
+	parked   []*parkedFetch
+	produces []*parkedProduce
+	tasks    []*task // segment background work not yet run
+	pumpAt   int64   // the pending time-driven Ready, 0 when none
+
+	alterInflight int // AlterPartition requests sent and not answered (a lost one counts until its timeout)
+
+	powerIn int        // an armed power loss strikes at the powerIn-th mutating disk operation from now (0: none)
+	dying   *vfs.MemFS // the crash state taken where power was lost; the process dies at the end of the event
 }
 
-type parkedFetch struct {
-	req      *kmsg.FetchRequest
-	reply    func(any)
-	deadline int64
+// task is one piece of a log's background work (segment.Options.Go).
+type task struct {
+	fn   func()
+	done bool
 }
 
-// Alive implements Node.
-func (b *Broker) Alive() (bool, int) { return b.up, b.inc }
+// Alive implements Node: a started broker takes requests only once it has
+// registered (Kafka's KafkaServer starts processing requests after
+// registerBroker): before that, its connections go nowhere. One that lost
+// power in the middle of an event sends and takes nothing more.
+func (b *Broker) Alive() (bool, int) { return b.up && b.serving && b.dying == nil, b.inc }
 
 // Up reports whether the broker process runs.
 func (b *Broker) Up() bool { return b.up }
@@ -51,10 +65,13 @@ func newBroker(s *Sim, id int32) *Broker {
 		panic(err)
 	}
 	b.FS.SyncAll()
+	b.disk = vfs.Inject(b.FS, vfs.InjectorFunc(b.onDiskOp))
 	return b
 }
 
-// start runs a new broker process over the disk.
+// start runs a new broker process over the disk: its replication, its
+// metadata cache, its ZooKeeper session (it registers once the session's
+// Connected event is delivered).
 func (b *Broker) start() {
 	o := b.s.Opt
 	m, err := replica.NewManager(replica.Config{
@@ -70,31 +87,80 @@ func (b *Broker) start() {
 		panic(err)
 	}
 	b.inc++
-	b.up = true
+	b.up, b.serving = true, false
 	b.M = m
-	m.SetBrokerEpoch(int64(b.inc))
+	b.meta = newMetaCache()
 	b.s.W.Tracef("broker %d starts (incarnation %d)", b.ID, b.inc)
+	b.member = newMember(b)
+	if b.s.zkCut[b.ID] { // restarted while cut off ZooKeeper
+		b.s.expireLater(b.member.zk)
+		b.member.zk.Disconnect()
+	}
 	b.scheduleCheckpoint()
-	b.s.Ctrl.brokerStarted(b)
 }
 
 func (b *Broker) openLog(tp replica.TopicPartition, o replica.OpenOptions) (*segment.Log, error) {
+	inc := b.inc
 	opts := &segment.Options{
-		FS:                b.FS,
-		SegmentIndexBytes: 64 << 10,
-		FileDeleteDelayMs: -1,
-		Logger:            quiet,
-		Now:               func() int64 { return b.s.W.Now },
+		FS:                 b.disk,
+		SegmentBytes:       b.s.Opt.SegmentBytes,
+		SegmentIndexBytes:  4096,
+		IndexIntervalBytes: 256,
+		FileDeleteDelayMs:  -1,
+		Logger:             quiet,
+		Now:                func() int64 { return b.s.W.Now },
+		Go:                 func(fn func()) { b.background(inc, fn) },
 	}
 	if b.s.Opt.FlushEveryMessage {
 		opts.FlushMessages = 1
 	}
 	if o.StartAt >= 0 {
 		opts.LogStartOffset = o.StartAt
-	} else if starts, err := checkpoint.ReadOffsets(b.FS, path.Join(LogDir, checkpoint.LogStartOffsetFile)); err == nil {
+	} else if starts, err := checkpoint.ReadOffsets(b.disk, path.Join(LogDir, checkpoint.LogStartOffsetFile)); err == nil {
 		opts.LogStartOffset = starts[tp] // the DataDir's log-start-offset-checkpoint
 	}
 	return segment.Open(path.Join(LogDir, tp.String()), opts)
+}
+
+// background takes a log's background work (the flush after a roll) and
+// runs it later, as an event of its own: a crash or power loss may come
+// first. Whatever closes a log runs the pending work first (drain): Close
+// waits for it.
+func (b *Broker) background(inc int, fn func()) {
+	t := &task{fn: fn}
+	b.tasks = append(b.tasks, t)
+	b.s.stats.BackgroundTasks++
+	b.s.W.After(b.s.W.Between(0, 200), func() {
+		if b.inc == inc {
+			b.run(t)
+		}
+	})
+}
+
+func (b *Broker) run(t *task) {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.fn()
+	b.tasks = deleteTask(b.tasks, t)
+}
+
+func deleteTask(ts []*task, t *task) []*task {
+	for i, x := range ts {
+		if x == t {
+			return append(ts[:i], ts[i+1:]...)
+		}
+	}
+	return ts
+}
+
+// drain runs every pending background task (before a call that may close a
+// log).
+func (b *Broker) drain() {
+	for len(b.tasks) > 0 {
+		b.run(b.tasks[0])
+	}
 }
 
 // checkpointLogStarts writes log-start-offset-checkpoint, as the DataDir
@@ -104,7 +170,7 @@ func (b *Broker) checkpointLogStarts() error {
 	for _, p := range b.M.Partitions() {
 		starts[p.TopicPartition()] = p.Log().LogStartOffset()
 	}
-	return checkpoint.WriteOffsets(b.FS, path.Join(LogDir, checkpoint.LogStartOffsetFile), starts)
+	return checkpoint.WriteOffsets(b.disk, path.Join(LogDir, checkpoint.LogStartOffsetFile), starts)
 }
 
 // scheduleCheckpoint writes replication-offset-checkpoint every 5 s, as
@@ -126,31 +192,108 @@ func (b *Broker) scheduleCheckpoint() {
 }
 
 // crash stops the process: its page cache survives a process crash, a power
-// loss leaves a random crash state (unsynced writes lost, torn or kept).
+// loss leaves a random crash state (unsynced writes lost, torn or kept). Its
+// ZooKeeper connection drops; the session expires after the timeout.
 func (b *Broker) crash(power bool) {
 	opts := vfs.CrashOptions{KeepUnsynced: true}
 	if power {
 		opts = vfs.CrashOptions{Rand: b.s.W.Rand}
+		if !b.s.Opt.FlushEveryMessage && !b.s.Opt.PowerLossInRollWindow {
+			b.drain() // see Options.PowerLossInRollWindow
+		}
 	}
-	clone := b.FS.CrashClone(opts)
-	b.M.Close() // writes to the old disk, which is gone
-	b.FS, b.M, b.up, b.parked = clone, nil, false, nil
-	b.inc++
+	b.die(b.FS.CrashClone(opts))
 	kind := "crashes"
 	if power {
 		kind = "loses power"
 	}
 	b.s.W.Tracef("broker %d %s", b.ID, kind)
-	b.s.Ctrl.brokerLost(b)
 }
 
-// settle does what a running broker does after an event: answer the parked
-// fetches that can be answered, then send what Ready asks.
+// die ends the process, its disk replaced by clone.
+func (b *Broker) die(clone *vfs.MemFS) {
+	b.powerIn = 0
+	b.drain()   // on the old disk, which is gone: Close waits for them
+	b.M.Close() // likewise
+	b.member.die()
+	b.FS, b.M, b.up, b.serving, b.parked, b.produces, b.tasks, b.dying = clone, nil, false, false, nil, nil, nil, nil
+	b.alterInflight = 0
+	b.disk = vfs.Inject(b.FS, vfs.InjectorFunc(b.onDiskOp))
+	b.inc++
+}
+
+// armPowerLoss makes the power fail at one of the next mutating disk
+// operations of the process, whatever it is doing (an append, its fsync, a
+// checkpoint's rename, a roll, a truncation).
+func (b *Broker) armPowerLoss(within int) {
+	b.powerIn = 1 + b.s.W.Intn(within)
+	b.s.W.Tracef("fault: broker %d will lose power at its %d-th disk write from now", b.ID, b.powerIn)
+}
+
+// onDiskOp sees every operation of the process on its disk. Where an armed
+// power loss strikes, the crash state is taken before the operation (which
+// goes on, on a disk that is gone), the process stops sending or taking
+// anything, and it dies at the end of the event.
+func (b *Broker) onDiskOp(op vfs.Op) error {
+	if b.powerIn == 0 || b.dying != nil || !op.Kind.Mutating() {
+		return nil
+	}
+	b.powerIn--
+	if b.powerIn > 0 {
+		return nil
+	}
+	if !b.s.powerLossAllowed(b.ID) || !b.s.Opt.FlushEveryMessage && !b.s.Opt.PowerLossInRollWindow && len(b.tasks) > 0 {
+		b.s.W.Tracef("broker %d: armed power loss at %v not allowed now: dropped", b.ID, op)
+		return nil
+	}
+	b.s.stats.PowerLosses++
+	b.s.stats.PowerLossesMidWrite++
+	b.s.markUnclean(b.ID)
+	b.dying = b.FS.CrashClone(vfs.CrashOptions{Rand: b.s.W.Rand})
+	b.s.W.Tracef("broker %d loses power at %v", b.ID, op)
+	inc := b.inc
+	b.s.W.After(0, func() {
+		if b.inc == inc && b.dying != nil {
+			b.die(b.dying)
+			b.s.restartLater(b)
+		}
+	})
+	return nil
+}
+
+// stop is a clean stop at the end of a run: logs flushed and closed,
+// checkpoints written, the session closed.
+func (b *Broker) stop() error {
+	b.powerIn = 0
+	b.drain()
+	if err := b.M.CheckpointHighWatermarks(); err != nil {
+		return err
+	}
+	if err := b.checkpointLogStarts(); err != nil {
+		return err
+	}
+	err := b.M.Close()
+	b.member.dead = true
+	b.member.closeChannels()
+	b.member.zk.Close()
+	b.up, b.serving, b.parked, b.produces, b.alterInflight = false, false, nil, nil, 0
+	b.inc++
+	return err
+}
+
+// settle does what a running broker does after an event: take what
+// ZooKeeper delivered, answer the parked fetches and produces that can be
+// answered, then send what Ready asks.
 func (b *Broker) settle() {
+	if !b.up || b.dying != nil {
+		return
+	}
+	b.member.poll()
 	if !b.up {
 		return
 	}
 	b.pokeParked(false)
+	b.pollProduces()
 	now := b.s.W.Now
 	r := b.M.Ready(now)
 	for _, f := range r.Fetches {
@@ -171,116 +314,6 @@ func (b *Broker) settle() {
 			}
 		})
 	}
-}
-
-func (b *Broker) peer(id int32) *Broker {
-	if id < 1 || int(id) >= len(b.s.Brokers) {
-		return nil
-	}
-	return b.s.Brokers[id]
-}
-
-func (b *Broker) sendFetch(f replica.FetchRequest) {
-	m := b.M
-	to := b.peer(f.Target.Broker)
-	b.s.W.Tracef("broker %d fetch -> %d %s", b.ID, f.Target.Broker, fetchSummary(f.Req))
-	if to == nil {
-		b.s.W.After(b.s.Net.TimeoutMs, func() {
-			if b.M == m {
-				m.FetchResponse(f.Target, f.Req, nil, ErrTimeout, b.s.W.Now)
-			}
-		})
-		return
-	}
-	b.s.Net.Call(b.ID, to.ID, true,
-		func(reply func(any)) { to.serveFetch(f.Req, reply) },
-		func(resp any, err error) {
-			r, _ := resp.(*kmsg.FetchResponse)
-			b.s.countFetch(r)
-			b.s.W.Tracef("broker %d fetch <- %d %s%v", b.ID, f.Target.Broker, fetchRespSummary(r), errOrEmpty(err))
-			m.FetchResponse(f.Target, f.Req, r, err, b.s.W.Now)
-		})
-}
-
-// serveFetch answers a follower's fetch, or parks it (Kafka's fetch
-// purgatory) until it has something to say or its max wait passes.
-func (b *Broker) serveFetch(req *kmsg.FetchRequest, reply func(any)) {
-	resp := b.M.HandleFetch(req, b.s.W.Now)
-	if worthAnswering(resp) || req.MaxWaitMillis <= 0 {
-		reply(resp)
-		return
-	}
-	pf := &parkedFetch{req: req, reply: reply, deadline: b.s.W.Now + int64(req.MaxWaitMillis)}
-	b.parked = append(b.parked, pf)
-	inc := b.inc
-	b.s.W.At(pf.deadline, func() {
-		if b.inc == inc {
-			b.pokeParked(true)
-		}
-	})
-}
-
-func worthAnswering(resp *kmsg.FetchResponse) bool {
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 || len(p.RecordBatches) > 0 || p.DivergingEpoch.EndOffset >= 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// pokeParked serves the parked fetches again; those with something to say,
-// or past their max wait, are answered.
-func (b *Broker) pokeParked(expire bool) {
-	if !b.up || len(b.parked) == 0 {
-		return
-	}
-	keep := b.parked[:0]
-	for _, pf := range b.parked {
-		resp := b.M.HandleFetch(pf.req, b.s.W.Now)
-		if worthAnswering(resp) || expire && b.s.W.Now >= pf.deadline {
-			pf.reply(resp)
-			continue
-		}
-		keep = append(keep, pf)
-	}
-	clear(b.parked[len(keep):])
-	b.parked = keep
-}
-
-func (b *Broker) sendListOffsets(l replica.ListOffsetsRequest) {
-	m := b.M
-	to := b.peer(l.Broker)
-	b.s.W.Tracef("broker %d list offsets -> %d", b.ID, l.Broker)
-	b.s.stats.ListOffsets++
-	if to == nil {
-		b.s.W.After(b.s.Net.TimeoutMs, func() {
-			if b.M == m {
-				m.ListOffsetsResponse(l.Broker, l.Req, nil, ErrTimeout, b.s.W.Now)
-			}
-		})
-		return
-	}
-	b.s.Net.Call(b.ID, to.ID, true,
-		func(reply func(any)) { reply(to.M.HandleListOffsets(l.Req)) },
-		func(resp any, err error) {
-			r, _ := resp.(*kmsg.ListOffsetsResponse)
-			m.ListOffsetsResponse(l.Broker, l.Req, r, err, b.s.W.Now)
-		})
-}
-
-func (b *Broker) sendAlterPartition(req *kmsg.AlterPartitionRequest) {
-	m := b.M
-	b.s.W.Tracef("broker %d AlterPartition %s", b.ID, alterSummary(req))
-	b.s.Net.Call(b.ID, ControllerID, true,
-		func(reply func(any)) { reply(b.s.Ctrl.alterPartition(req)) },
-		func(resp any, err error) {
-			r, _ := resp.(*kmsg.AlterPartitionResponse)
-			b.s.W.Tracef("broker %d AlterPartition answer %s%v", b.ID, alterRespSummary(r), errOrEmpty(err))
-			m.AlterPartitionResponse(r, err, b.s.W.Now)
-		})
 }
 
 // partition returns the broker's partition p, or nil.

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -16,7 +17,8 @@ type World struct {
 
 	q     events
 	seq   uint64
-	trace []string // the last TraceLen lines
+	trace []string // the last TraceLen lines, a ring from head
+	head  int
 	all   []string // every line, when verbose
 	steps int
 
@@ -107,11 +109,12 @@ func (w *World) Tracef(format string, args ...any) {
 	if w.verbose {
 		w.all = append(w.all, line)
 	}
-	if len(w.trace) == TraceLen {
-		copy(w.trace, w.trace[1:])
-		w.trace = w.trace[:TraceLen-1]
+	if len(w.trace) < TraceLen {
+		w.trace = append(w.trace, line)
+		return
 	}
-	w.trace = append(w.trace, line)
+	w.trace[w.head] = line
+	w.head = (w.head + 1) % TraceLen
 }
 
 // Trace returns the recorded trace: every line when verbose, else the last
@@ -120,7 +123,7 @@ func (w *World) Trace() string {
 	if w.verbose {
 		return strings.Join(w.all, "\n")
 	}
-	return strings.Join(w.trace, "\n")
+	return strings.Join(append(slices.Clone(w.trace[w.head:]), w.trace[:w.head]...), "\n")
 }
 
 // Int64n returns a random int64 in [0, n).
