@@ -107,22 +107,21 @@ Examples:
 
 // benchClusterConfig is strata bench cluster's settings beyond the driver's.
 type benchClusterConfig struct {
-	drive             benchBrokerConfig
-	rf, minISR        int
-	catchupMB         int64
-	failoverRate      int
-	sessionTimeoutMs  int64
-	linger            time.Duration
-	batchMaxBytes     int32
-	maxBuffered       int
-	maxInflight       int
-	phases            map[string]bool
-	overrides         []string
-	profile, dir      string
-	logLevel          string
-	keep, external    bool
-	seeds             []string
-	singleNodeStarted bool
+	drive            benchBrokerConfig
+	rf, minISR       int
+	catchupMB        int64
+	failoverRate     int
+	sessionTimeoutMs int64
+	linger           time.Duration
+	batchMaxBytes    int32
+	maxBuffered      int
+	maxInflight      int
+	phases           map[string]bool
+	overrides        []string
+	profile, dir     string
+	logLevel         string
+	keep, external   bool
+	seeds            []string
 }
 
 // BenchClusterResult is the --json output of strata bench cluster. The
@@ -468,11 +467,10 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 	if len(runs) == 0 {
 		return f
 	}
-	var allS, oneS, consS, allCPU, oneCPU, consCPU, p50, p99, p999, pmax []float64
+	var allCPU, oneCPU, consCPU, p50, p99, p999, pmax []float64
 	for _, r := range runs {
 		f.LatencyAcks, f.LatencyRecords = "all", r.latencyRecords
 		if r.produceAll > 0 {
-			allS, oneS, consS = append(allS, r.produceAll.Seconds()), append(oneS, r.produceOne.Seconds()), append(consS, r.consume.Seconds())
 			f.ProduceAcksAllRuns = append(f.ProduceAcksAllRuns, float64(d.records)/r.produceAll.Seconds())
 			f.ProduceAcks1Runs = append(f.ProduceAcks1Runs, float64(d.records)/r.produceOne.Seconds())
 			f.ConsumeRuns = append(f.ConsumeRuns, float64(d.records)/r.consume.Seconds())
@@ -484,7 +482,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 		}
 	}
 	bytes := d.records * int64(d.recordSize)
-	if len(allS) > 0 {
+	if len(f.ProduceAcksAllRuns) > 0 {
 		f.ProduceAcksAllRecordsPerSec = median(slices.Clone(f.ProduceAcksAllRuns))
 		f.ProduceAcks1RecordsPerSec = median(slices.Clone(f.ProduceAcks1Runs))
 		f.ConsumeRecordsPerSec = median(slices.Clone(f.ConsumeRuns))

@@ -36,7 +36,7 @@ func scenarioRollingRestart(t *testing.T, zs *zktest.Server) {
 			t0 := time.Now()
 			took := b.term()
 			// Moved before it exited: the others already show new leaders.
-			st = c.waitState(faultTimeout, "the stopped broker's partitions led by others", func(st map[int32]partView) bool {
+			c.waitState(faultTimeout, "the stopped broker's partitions led by others", func(st map[int32]partView) bool {
 				for _, pv := range st {
 					if pv.leader == b.id {
 						return false
