@@ -109,11 +109,12 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	// over the network, start one (which takes the lock itself: checked
 	// below), or print.
 	other := map[string]string{
-		"groups":       "Kafka protocol only",
-		"topics":       "Kafka protocol (or ZooKeeper) only",
-		"bench broker": "its own temporary data directory",
-		"broker":       "takes the lock itself (a second broker is tried below)",
-		"version":      "prints",
+		"groups":        "Kafka protocol only",
+		"topics":        "Kafka protocol (or ZooKeeper) only",
+		"bench broker":  "its own temporary data directory",
+		"bench cluster": "its own temporary directories (MkdirTemp under --dir) for ZooKeeper and the brokers it starts",
+		"broker":        "takes the lock itself (a second broker is tried below)",
+		"version":       "prints",
 	}
 	var missing []string
 	for _, name := range leafCommands("", NewApp(nil, nil).Commands) {
