@@ -41,7 +41,8 @@ func catchUpBytes(b *testing.B) int64 {
 // 18's floor: 0.5). Each iteration starts a new empty follower; an untimed
 // catch-up first warms the page cache and the VM's memory. Cases: one
 // partition with replica.socket.receive.buffer.bytes at Kafka's 64 KiB and
-// at the OS's autotuning (-1); eight partitions (8 MiB fetch responses).
+// at the OS's autotuning (-1), and with replica.fetch.max.bytes 8 MiB;
+// eight partitions (8 MiB fetch responses).
 //
 // Beside the wall clock, which on a shared machine mostly follows the
 // other work, each case reports the CPU the process spent per MB
@@ -85,28 +86,33 @@ func BenchmarkFollowerCatchUp(b *testing.B) {
 			logBytes += l.Size()
 			leos[p] = l.LogEndOffset()
 		}
-		rcvbufs := []int{DefaultReplicaSocketReceiveBufferBytes, -1}
-		if parts > 1 {
-			rcvbufs = rcvbufs[:1]
+		type catchUpCase struct{ rcvbuf, fetchMax int }
+		cases := []catchUpCase{{DefaultReplicaSocketReceiveBufferBytes, DefaultReplicaFetchMaxBytes}}
+		if parts == 1 {
+			cases = append(cases, catchUpCase{-1, DefaultReplicaFetchMaxBytes}, catchUpCase{DefaultReplicaSocketReceiveBufferBytes, 8 << 20})
 		}
-		for _, rcvbuf := range rcvbufs {
+		for _, cc := range cases {
+			rcvbuf := cc.rcvbuf
 			name := fmt.Sprintf("partitions=%d/rcvbuf=", parts)
 			if rcvbuf < 0 {
 				name += "os"
 			} else {
 				name += fmt.Sprintf("%dKiB", rcvbuf>>10)
 			}
+			if cc.fetchMax != DefaultReplicaFetchMaxBytes {
+				name += fmt.Sprintf("/fetch=%dMiB", cc.fetchMax>>20)
+			}
 			b.Run(name, func(b *testing.B) {
 				run := 0
 				var cpuUsed time.Duration // by the timed catch-ups
 				catchUp := func() time.Duration {
 					run++
-					root := filepath.Join(dir, fmt.Sprintf("follower-%d-%d", rcvbuf, run))
+					root := filepath.Join(dir, fmt.Sprintf("follower-%d-%d-%d", rcvbuf, cc.fetchMax, run))
 					if err := os.MkdirAll(root, 0o755); err != nil {
 						b.Fatal(err)
 					}
 					defer os.RemoveAll(root)
-					fm, err := NewManager(Config{BrokerID: 2, OpenLog: osOpener(root), Logger: discard})
+					fm, err := NewManager(Config{BrokerID: 2, OpenLog: osOpener(root), Logger: discard, ReplicaFetchMaxBytes: int32(cc.fetchMax)})
 					if err != nil {
 						b.Fatal(err)
 					}
