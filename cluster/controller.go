@@ -180,6 +180,8 @@ type cpart struct {
 	node     bool // /brokers/topics/T/partitions/P exists
 	hasState bool
 	st       PartitionState
+	// adding and removing: the reassignment in progress (controller_reassign.go).
+	adding, removing []int32
 }
 
 type inflightBatch struct {
@@ -235,6 +237,10 @@ func (c *Controller) Step(ev Event) {
 		c.onControlledShutdown(e)
 	case ElectLeaders:
 		c.onElectLeaders(e)
+	case AlterReassignments:
+		c.onAlterReassignments(e)
+	case ListReassignments:
+		c.onListReassignments(e)
 	default:
 		if !c.active {
 			return

@@ -146,8 +146,24 @@
 //     partitions containers) created; LeaderAndIsr (is_new) to the
 //     replicas, UpdateMetadata to all. With no online replica it stays
 //     without state until one starts. Partitions added to an existing topic
-//     likewise; changed replicas of existing partitions are ignored (no
-//     reassignment).
+//     likewise; changed replicas of existing partitions are ignored (a
+//     reassignment goes through AlterPartitionReassignments).
+//   - Reassignment (AlterPartitionReassignments, key 45; KIP-455 as
+//     Kafka 2.8, controller_reassign.go): per partition
+//     UNKNOWN_TOPIC_OR_PARTITION (also a topic being deleted),
+//     INVALID_REPLICA_ASSIGNMENT (empty, repeated or negative ids, an added
+//     broker not live), NO_REASSIGNMENT_IN_PROGRESS (cancel of none). The
+//     assignment becomes RS = target then origin replicas, with
+//     adding_replicas and removing_replicas in /brokers/topics/T (what a
+//     new controller resumes from); leader epoch + 1 and LeaderAndIsr to
+//     RS (is_new to the added). When the target is within the ISR (checked
+//     on each AlterPartition and at activation): the leader moves to the
+//     first target replica online and in the ISR if it is not one, the
+//     removed replicas leave the ISR (one state write, leader epoch + 1),
+//     the assignment becomes the target, StopReplica (delete=true) goes to
+//     the removed. A cancel (replicas null) reassigns to the origin
+//     replicas (in their RS order, as Kafka). ListPartitionReassignments
+//     (key 46) lists replicas, adding and removing of those in progress.
 //   - Offline partition (leader -1 or not online; online = live, not
 //     shutting down, log dir not failed): the first replica in assignment
 //     order that is online and in the ISR leads, ISR = its online members;

@@ -118,6 +118,9 @@ func loadTopic(zk ZK, name string) (*TopicSnapshot, string, error) {
 		return nil, fmt.Sprintf("topic %s: %v", name, err), nil
 	}
 	ts := &TopicSnapshot{Topic: Topic{Name: name, ID: id, Replicas: replicas, Version: st.Version}}
+	if a, err := DecodeTopicAssignment(name, data); err == nil {
+		ts.Adding, ts.Removing = a.Adding, a.Removing
+	}
 	data, _, err = zk.Get(ctrlTopicConfigPath(name))
 	switch {
 	case errors.Is(err, ErrNoNode):
