@@ -418,6 +418,10 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleAlterPartition(r)
 	case *kmsg.ElectLeadersRequest:
 		resp = c.s.handleElectLeaders(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp = c.s.handleAlterPartitionReassignments(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp = c.s.handleListPartitionReassignments(r)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		resp = c.s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeClusterRequest:

@@ -360,7 +360,8 @@
 // topics already built, so every Metadata, DescribeCluster (v0) and
 // FindCoordinator answer copies nothing (Metadata for 1,000 partitions:
 // one allocation, well under a millisecond; BenchmarkClusterMetadata1000).
-// ControlledShutdown v1-3, AlterPartition v0-1 and ElectLeaders v0-2 go
+// ControlledShutdown v1-3, AlterPartition v0-1, ElectLeaders v0-2,
+// AlterPartitionReassignments v0 and ListPartitionReassignments v0 go
 // to the member's controller entry points (NOT_CONTROLLER unless this
 // broker is the controller; REQUEST_TIMED_OUT after
 // controller.socket.timeout.ms). OffsetForLeaderEpoch v0-4 is answered by

@@ -52,6 +52,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			compactCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			reassignCommand(),
 			versionCommand(),
 		},
 		// --version (-v) prints "strata version ..." as "strata version" does.
