@@ -235,5 +235,3 @@ func fmtReplicas(rs []int32) string {
 	}
 	return "[" + strings.Join(s, ",") + "]"
 }
-
-
