@@ -53,6 +53,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			groupsCommand(),
 			topicsCommand(),
 			reassignCommand(),
+			electLeadersCommand(),
 			versionCommand(),
 		},
 		// --version (-v) prints "strata version ..." as "strata version" does.
