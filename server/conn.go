@@ -416,6 +416,8 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleControlledShutdown(r)
 	case *kmsg.AlterPartitionRequest:
 		resp = c.s.handleAlterPartition(r)
+	case *kmsg.DescribeLogDirsRequest:
+		resp = c.s.handleDescribeLogDirs(r)
 	case *kmsg.ElectLeadersRequest:
 		resp = c.s.handleElectLeaders(r)
 	case *kmsg.AlterPartitionAssignmentsRequest:

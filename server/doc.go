@@ -45,7 +45,9 @@
 // DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, and the
 // group coordinator's FindCoordinator 0-4, JoinGroup 0-7, SyncGroup 0-5,
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
-// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
+// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0;
+// DescribeLogDirs 0-4 (api_describe_log_dirs.go: per log dir its replicas'
+// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir).
 //
 // Configuration (configdefs.go) is one table per scope, brokerConfigDefs
 // and topicConfigDefs: each property's name, Kafka type, how its text is

@@ -54,6 +54,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			topicsCommand(),
 			reassignCommand(),
 			electLeadersCommand(),
+			logDirsCommand(),
 			versionCommand(),
 		},
 		// --version (-v) prints "strata version ..." as "strata version" does.
