@@ -78,10 +78,12 @@ func TestReassignAgainstCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitTopicReplicas(t, addr, "moving", "1,2,3")
 	var addrs []string
 	for _, b := range bs {
 		addrs = append(addrs, b.Addr().String())
+	}
+	for _, a := range addrs { // every broker knows it: the tool asks any of them
+		waitTopicReplicas(t, a, "moving", "1,2,3")
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("moving"))
 	if err != nil {
@@ -173,9 +175,44 @@ func TestReassignAgainstCluster(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.stdout, `Proposed partition reassignment configuration`+"\n"+`{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[2,3,1],"log_dirs":["any","any","any"]}]}`) {
 		t.Fatalf("decommission: exit %d %q %s", r.code, r.stdout, r.stderr)
 	}
+	// Executing the decommission plan empties broker 4.
+	decom := writeFile(t, "decom.json", strings.Split(r.stdout, "\n")[4])
+	if r = runReassignCmd(t, addr, "--execute", "--reassignment-json-file", decom); r.code != ExitOK {
+		t.Fatalf("execute decommission: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	waitVerified(t, addr, decom)
+	waitTopicReplicas(t, addr, "moving", "2,3,1")
+
+	// Replication factor 1 -> 3.
+	mustTopics(t, ExitOK, addr, "--create", "--topic", "single", "--replica-assignment", "4")
+	for _, a := range addrs { // every broker knows it: the tool asks any of them
+		waitTopicReplicas(t, a, "single", "4")
+	}
+	grow := writeFile(t, "grow.json", `{"version":1,"partitions":[{"topic":"single","partition":0,"replicas":[4,1,2]}]}`)
+	if r = runReassignCmd(t, addr, "--execute", "--reassignment-json-file", grow); r.code != ExitOK {
+		t.Fatalf("execute rf 3: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	waitVerified(t, addr, grow)
+	waitTopicReplicas(t, addr, "single", "4,1,2")
+
 	r = runReassignCmd(t, addr, "--execute", "--reassignment-json-file", plan, "--throttle", "1000")
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "--throttle") {
 		t.Fatalf("throttle: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// waitVerified polls --verify until every partition of plan is complete.
+func waitVerified(t *testing.T, addr, plan string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		r := runReassignCmd(t, addr, "--verify", "--reassignment-json-file", plan)
+		if r.code == ExitOK && !strings.Contains(r.stdout, "in progress") {
+			return
+		}
+		if r.code != ExitOK || time.Now().After(deadline) {
+			t.Fatalf("verify %s: exit %d %q %s", plan, r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
