@@ -81,6 +81,7 @@ func (c *Controller) activate(s *Snapshot) {
 	c.shrinkDead()
 	c.resumeDeletions()
 	c.resumeReassignments()
+	c.onReassignZnode(s.Reassign)
 }
 
 func newCTopic(t *Topic) *ctopic {

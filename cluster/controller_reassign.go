@@ -180,6 +180,9 @@ func (c *Controller) startReassignment(t *ctopic, p int32, target []int32) {
 	if part.reassigning() && c.reassignProgress(t, p) {
 		return
 	}
+	if !part.reassigning() {
+		c.zkReassignDone(tp)
+	}
 	// In progress, or nothing to move (a reorder, a cancel of replicas
 	// not yet added): the replicas learn the new assignment.
 	if part.hasState {
@@ -225,6 +228,7 @@ func (c *Controller) reassignProgress(t *ctopic, p int32) bool {
 		c.addStopReplica(b, tp, true)
 	}
 	c.logf("reassignment of %s complete: replicas %v", tp, target)
+	c.zkReassignDone(tp)
 	return true
 }
 

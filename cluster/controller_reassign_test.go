@@ -248,3 +248,62 @@ func TestReassignControllerFailover(t *testing.T) {
 		t.Fatalf("listed after activation: %q", got)
 	}
 }
+
+// reassignZnodeEvent reads /admin/reassign_partitions as the driver does.
+func (w *world) reassignZnodeEvent() ReassignZnode {
+	data, _, err := w.zk.Get(ReassignPartitionsPath)
+	if err != nil {
+		return ReassignZnode{}
+	}
+	ps, err := DecodeReassignPartitions(data)
+	return ReassignZnode{Exists: true, Partitions: ps, Err: err}
+}
+
+// TestReassignZnode: /admin/reassign_partitions (Kafka's JSON) starts the
+// reassignments it lists; a refused entry (unknown broker) is taken out of
+// the znode at once; a controller taking over remembers the one in
+// progress without starting it again; the znode is deleted when the last
+// one completes. Malformed JSON deletes the znode and starts nothing.
+func TestReassignZnode(t *testing.T) {
+	w, _ := fourBrokers(t)
+	w.createTopic("u", [][]int32{{1, 2}}, nil)
+	w.step(w.topicsEvent())
+	w.zk.mustCreate(ReassignPartitionsPath, EncodeReassignPartitions([]PartitionReplicas{
+		{Topic: "t", Partition: 0, Replicas: []int32{2, 3, 4}},
+		{Topic: "u", Partition: 0, Replicas: []int32{1, 9}},
+	}), Persistent)
+	w.step(w.reassignZnodeEvent())
+	if got := zkAssignment(t, w, "t", 0); got != "[2 3 4 1]+[4]-[1]" {
+		t.Fatalf("t-0 in progress: %s", got)
+	}
+	if got := zkAssignment(t, w, "u", 0); got != "[1 2]+[]-[]" {
+		t.Fatalf("u-0 refused, yet: %s", got)
+	}
+	ev := w.reassignZnodeEvent()
+	if !ev.Exists || len(ev.Partitions) != 1 || ev.Partitions[0].Topic != "t" {
+		t.Fatalf("znode after the refusal: %+v", ev)
+	}
+	w.step(ev) // the watch fires for the controller's own write: nothing new
+	wantState(t, w, "t", 0, "leader=1 epoch=1 isr=[1 2 3] v=1")
+
+	w2 := newWorld(t, 2, nil)
+	w2.zk = w.zk
+	w2.elect()
+	wantState(t, w2, "t", 0, "leader=1 epoch=1 isr=[1 2 3] v=1") // remembered, not restarted
+	w2.step(AlterPartition{ID: 1, Req: alterReq(w2, 0, 1, w2.c.brokers[1].Epoch, "t", 0, 1, 1, 1, 2, 3, 4)})
+	if got := zkAssignment(t, w2, "t", 0); got != "[2 3 4]+[]-[]" {
+		t.Fatalf("t-0 after: %s", got)
+	}
+	if ok, _, _ := w2.zk.Exists(ReassignPartitionsPath); ok {
+		t.Fatal("znode left after the last reassignment completed")
+	}
+
+	w2.zk.mustCreate(ReassignPartitionsPath, []byte(`{"version":1,"partitions":[{"topic":"u"`), Persistent)
+	w2.step(w2.reassignZnodeEvent())
+	if ok, _, _ := w2.zk.Exists(ReassignPartitionsPath); ok {
+		t.Fatal("malformed znode not deleted")
+	}
+	if got := zkAssignment(t, w2, "u", 0); got != "[1 2]+[]-[]" {
+		t.Fatalf("u-0 after malformed JSON: %s", got)
+	}
+}

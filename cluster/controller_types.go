@@ -91,6 +91,8 @@ type Snapshot struct {
 	Topics          []TopicSnapshot
 	DeleteTopics    []string // children of /admin/delete_topics
 	LogDirEvents    []string // children of /log_dir_event_notification (deleted at activation)
+	// Reassign is /admin/reassign_partitions (Exists false when absent).
+	Reassign ReassignZnode
 	// Skipped says what the loader left out (malformed znodes), for the log.
 	Skipped []string
 }

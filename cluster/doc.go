@@ -164,6 +164,12 @@
 //     the removed. A cancel (replicas null) reassigns to the origin
 //     replicas (in their RS order, as Kafka). ListPartitionReassignments
 //     (key 46) lists replicas, adding and removing of those in progress.
+//     /admin/reassign_partitions (Kafka's legacy JSON, stepped as
+//     ReassignZnode and read at activation) starts the reassignments it
+//     lists the same way; a refused entry is taken out of the znode at
+//     once, a complete one when it completes, and the znode is deleted
+//     when none is left (or when it does not decode); one already in
+//     progress to the same replicas is only remembered.
 //   - Offline partition (leader -1 or not online; online = live, not
 //     shutting down, log dir not failed): the first replica in assignment
 //     order that is online and in the ISR leads, ISR = its online members;
@@ -278,9 +284,10 @@
 // owns it. A broker elects only in the session it registered in. Watches
 // while active: children of /brokers/ids, /brokers/topics,
 // /admin/delete_topics, /log_dir_event_notification, and data of every
-// /brokers/ids/N and /brokers/topics/T; each fired watch makes a full
-// listing read then (the watch set again), stepped as BrokersChanged,
-// TopicsChanged, DeletionsRequested or LogDirEvents; a watch whose class
+// /brokers/ids/N and /brokers/topics/T, and the existence of
+// /admin/reassign_partitions; each fired watch makes a full listing read
+// then (the watch set again), stepped as BrokersChanged, TopicsChanged,
+// DeletionsRequested, LogDirEvents or ReassignZnode; a watch whose class
 // has a later event queued leaves the read to it. A malformed registration
 // is left out; a malformed assignment or topic config gives the topic as it
 // last decoded, or leaves it out (as the snapshot does) when it never did;

@@ -100,6 +100,15 @@ func LoadSnapshot(zk ZK, brokerID int32) (*Snapshot, error) {
 		return nil, err
 	}
 	slices.Sort(s.LogDirEvents)
+	data, _, err = zk.Get(ReassignPartitionsPath)
+	switch {
+	case errors.Is(err, ErrNoNode):
+	case err != nil:
+		return nil, err
+	default:
+		s.Reassign.Exists = true
+		s.Reassign.Partitions, s.Reassign.Err = DecodeReassignPartitions(data)
+	}
 	return s, nil
 }
 

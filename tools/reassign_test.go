@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/stratalog/strata/cluster"
 )
 
 func runReassignCmd(t *testing.T, addr string, args ...string) groupsOut {
@@ -246,3 +250,47 @@ func TestDecommissionPlan(t *testing.T) {
 }
 
 var clusterPartitionLineAny = regexp.MustCompile(`Partition: 0\tLeader: (?:-?\d+|none)\tReplicas: ([\d,]+)\tIsr: ([\d,]+)`)
+
+// TestReassignZnodeAgainstCluster: Kafka's legacy way, the JSON written to
+// /admin/reassign_partitions in a real ZooKeeper, moves a partition on
+// real brokers; the controller deletes the znode when it is done.
+func TestReassignZnodeAgainstCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and four brokers")
+	}
+	bs, connect := startClusterBrokersZK(t, 4)
+	var addrs []string
+	for _, b := range bs {
+		addrs = append(addrs, b.Addr().String())
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if r := runTopicsCmd(t, addrs[0], "--create", "--topic", "legacy", "--replica-assignment", "1:2:3"); r.code == ExitOK {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("create: exit %d: %s", r.code, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitTopicReplicas(t, addrs[0], "legacy", "1,2,3")
+	zk, err := cluster.DialZK(cluster.ZKConfig{Connect: connect, SessionTimeout: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zk.Close()
+	plan := cluster.EncodeReassignPartitions([]cluster.PartitionReplicas{{Topic: "legacy", Partition: 0, Replicas: []int32{4, 3, 2}}})
+	if _, err := zk.Create(cluster.ReassignPartitionsPath, plan, cluster.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitTopicReplicas(t, addrs[0], "legacy", "4,3,2")
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ok, _, err := zk.Exists(cluster.ReassignPartitionsPath)
+		if err == nil && !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there: %v", cluster.ReassignPartitionsPath, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
