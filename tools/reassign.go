@@ -356,7 +356,7 @@ func (r *reassigner) alter(ctx context.Context, req kadm.AlterPartitionAssignmen
 	if err != nil {
 		return failErr(fmt.Errorf("AlterPartitionReassignments: %w", err))
 	}
-	var ok, failed, inactive []string
+	var ok, failed []string
 	for _, p := range plan {
 		resp, found := resps[p.Topic][p.Partition]
 		switch {
@@ -365,7 +365,7 @@ func (r *reassigner) alter(ctx context.Context, req kadm.AlterPartitionAssignmen
 		case resp.Err == nil:
 			ok = append(ok, p.name())
 		case what == "cancelled" && resp.Err == kerr.NoReassignmentInProgress:
-			inactive = append(inactive, p.name())
+			// not active: nothing to cancel
 		default:
 			msg := resp.Err.Error()
 			if resp.ErrMessage != "" {
