@@ -168,6 +168,7 @@ type reassigner struct {
 }
 
 func (r *reassigner) loadMetadata(ctx context.Context) error {
+	r.brokers = nil
 	md, err := r.b.adm.Metadata(ctx)
 	if err != nil {
 		return failErr(fmt.Errorf("metadata: %w", err))
@@ -393,6 +394,22 @@ func (r *reassigner) verify(ctx context.Context, plan []planPartition) error {
 	if err != nil {
 		return err
 	}
+	// The metadata read before the list may predate a completion the
+	// controller reports; a broker's metadata may lag the controller's a
+	// moment too: read it again (a few times) before calling a partition
+	// failed.
+	for try := 0; try < 10; try++ {
+		if err := r.loadMetadata(ctx); err != nil {
+			return err
+		}
+		if !r.mismatch(plan, running) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	fmt.Fprintln(r.out, "Status of partition reassignment:")
 	var failed []string
 	for _, p := range plan {
@@ -418,6 +435,20 @@ func (r *reassigner) verify(ctx context.Context, plan []planPartition) error {
 		return &exitError{code: ExitProblems, err: fmt.Errorf("reassignment failed for %s", strings.Join(failed, ","))}
 	}
 	return nil
+}
+
+// mismatch tells whether a partition of plan not in progress has other
+// replicas than the plan's in the metadata.
+func (r *reassigner) mismatch(plan []planPartition, running map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition) bool {
+	for _, p := range plan {
+		if _, ok := running[p.name()]; ok {
+			continue
+		}
+		if td, ok := r.md.Topics[p.Topic]; !ok || !slices.Equal(td.Partitions[p.Partition].Replicas, p.Replicas) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *reassigner) cancel(ctx context.Context, plan []planPartition) error {
