@@ -52,6 +52,9 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			compactCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			reassignCommand(),
+			electLeadersCommand(),
+			logDirsCommand(),
 			versionCommand(),
 		},
 		// --version (-v) prints "strata version ..." as "strata version" does.
