@@ -198,3 +198,35 @@ func recordText(r *kgo.Record) string {
 	}
 	return b.String()
 }
+
+// checkAtLeastOnceInOrder checks that got (read from the target) holds every
+// record of sent (in produce order) at least once, and that per key the first
+// arrival of each record follows produce order: a record may repeat (the
+// mirror redelivers what it had not committed) but none is missing and none
+// arrives before an earlier record of its key.
+func checkAtLeastOnceInOrder(t *testing.T, sent, got []*kgo.Record) {
+	t.Helper()
+	want := byKey(sent)
+	next := map[string]int{}
+	seen := map[string]bool{}
+	dups := 0
+	for _, r := range got {
+		k, text := string(r.Key), recordText(r)
+		w := want[k]
+		switch {
+		case next[k] < len(w) && text == w[next[k]]:
+			next[k]++
+			seen[text] = true
+		case seen[text]:
+			dups++
+		default:
+			t.Fatalf("key %s: target record %s arrives out of order or was never sent (next expected %q)", k, text, first(w[min(next[k], len(w)):]))
+		}
+	}
+	for k, w := range want {
+		if next[k] != len(w) {
+			t.Errorf("key %s: %d of %d records on the target; first missing %s", k, next[k], len(w), w[next[k]])
+		}
+	}
+	t.Logf("%d records sent, %d on the target (%d duplicates)", len(sent), len(got), dups)
+}

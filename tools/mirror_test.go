@@ -20,10 +20,16 @@ import (
 // key lands them where the target's partitioner would.
 func produceOrders(t *testing.T, addr, topic string, n, keys int, partitions int32) []*kgo.Record {
 	t.Helper()
+	return produceRange(t, addr, topic, 0, n, keys, partitions)
+}
+
+// produceRange is produceOrders of records from..to-1.
+func produceRange(t *testing.T, addr, topic string, from, to, keys int, partitions int32) []*kgo.Record {
+	t.Helper()
 	cl := testClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	base := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	var recs []*kgo.Record
-	for i := range n {
+	for i := from; i < to; i++ {
 		recs = append(recs, &kgo.Record{
 			Topic: topic, Partition: int32(i%keys) % partitions,
 			Key:       fmt.Appendf(nil, "k%d", i%keys),

@@ -1,0 +1,54 @@
+package tools
+
+import (
+	"testing"
+	"time"
+)
+
+// TestMirrorTargetDown: the target broker stops while records wait to be
+// mirrored. The mirror retries with backoff — over a 3 s window it makes
+// few connection attempts and uses little CPU, where a retry loop without
+// backoff makes thousands — and commits nothing it has not delivered. When
+// the target is back (same port, same data) every record arrives, per-key
+// order kept, and the group commits up to the end.
+func TestMirrorTargetDown(t *testing.T) {
+	src := mirrorBroker(t)
+	dstDir := t.TempDir()
+	dstS := startBroker(t, dstDir, "group.initial.rebalance.delay.ms=0")
+	dst := dstS.Addr().String()
+	createTopic(t, src, "t", 2)
+	sent := produceRange(t, src, "t", 0, 200, 10, 2)
+	opts := testMirrorOptions(t, src, dst, "t")
+	r := startMirror(t, opts)
+	waitFor(t, 60*time.Second, "the first 200 records mirrored", func() bool { return groupCaughtUp(t, src, opts.group, "t") }, r.stderr.String)
+
+	if err := dstS.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sent = append(sent, produceRange(t, src, "t", 200, 500, 10, 2)...)
+	waitFor(t, 60*time.Second, "a failed connection to the stopped target",
+		func() bool { return r.m.targetFails.Load() > 0 }, r.stderr.String)
+
+	const window = 3 * time.Second
+	dials0, cpu0 := r.m.targetDials.Load(), processCPU()
+	time.Sleep(window) // a measurement window, not a wait for a condition
+	dials, cpu := r.m.targetDials.Load()-dials0, processCPU()-cpu0
+	t.Logf("target down for %v: %d connection attempts, %v CPU (whole test process)", window, dials, cpu)
+	if dials > 30 {
+		t.Errorf("%d connection attempts to a stopped target in %v: no backoff", dials, window)
+	}
+	if cpu > window/2 {
+		t.Errorf("%v CPU in %v while the target is down: a busy loop", cpu, window)
+	}
+	if n := committedTotal(t, src, opts.group); n != 200 {
+		t.Errorf("the group committed %d offsets while the target was down, want the 200 delivered", n)
+	}
+
+	startBroker(t, dstDir, "group.initial.rebalance.delay.ms=0", "listeners=PLAINTEXT://"+dst)
+	waitFor(t, 90*time.Second, "all 500 records mirrored after the target returned",
+		func() bool { return groupCaughtUp(t, src, opts.group, "t") }, r.stderr.String)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("mirror: %v\n%s", err, r.stderr.String())
+	}
+	checkAtLeastOnceInOrder(t, sortedBySeq(sent), readAll(t, dst, "t"))
+}
