@@ -39,7 +39,7 @@ and nothing is committed. SIGINT or SIGTERM: finish the batch in flight (up to
 --shutdown-timeout), commit what the target acknowledged, leave the group, exit 0.
 
 Every --progress a line on stderr: records mirrored and their rate, records
-committed, lag (records on the source not yet read, as of each partition's last
+committed, records produced but not yet acknowledged by the target, lag (records on the source not yet read, as of each partition's last
 fetch), topics and partitions owned, failed connections to the target.
 
 Property files (Kafka's names): --consumer.config reads bootstrap.servers, group.id,

@@ -29,6 +29,7 @@ type mirror struct {
 
 	topics map[string]bool // topics being mirrored (discovery loop only)
 
+	produced    atomic.Int64 // records handed to the target producer
 	mirrored    atomic.Int64 // records acknowledged by the target
 	committed   atomic.Int64 // records whose offsets the source group holds
 	targetDials atomic.Int64 // connection attempts to the target
@@ -269,8 +270,8 @@ func (m *mirror) progressLoop(stop <-chan struct{}, done chan<- struct{}) {
 			rate := float64(n-last) / now.Sub(lastAt).Seconds()
 			last, lastAt = n, now
 			lag, parts, topics := m.lagTotals()
-			m.out.printf("mirror: %d records mirrored (%.0f/s), %d committed, lag %d, %d topics, %d partitions, %d failed target connections\n",
-				n, rate, m.committed.Load(), lag, topics, parts, m.targetFails.Load())
+			m.out.printf("mirror: %d records mirrored (%.0f/s), %d committed, %d awaiting the target, lag %d, %d topics, %d partitions, %d failed target connections\n",
+				n, rate, m.committed.Load(), m.produced.Load()-n, lag, topics, parts, m.targetFails.Load())
 		}
 	}
 }

@@ -126,6 +126,7 @@ func (s *mirrorStream) mirrorBatch(ctx context.Context, recs []*kgo.Record) erro
 			o.Partition = r.Partition
 		}
 		pending.Add(1)
+		s.m.produced.Add(1)
 		s.m.prod.Produce(pctx, o, func(_ *kgo.Record, err error) {
 			defer pending.Done()
 			if err == nil {
