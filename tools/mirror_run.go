@@ -168,9 +168,7 @@ func (m *mirror) discover(ctx context.Context) error {
 		wait := m.opts.topicRefresh
 		if err != nil && ctx.Err() == nil {
 			fails++
-			if b := mirrorBackoff(fails); b < wait {
-				wait = b
-			}
+			wait = mirrorBackoff(fails)
 			m.out.printf("mirror: %v (retrying in %v)\n", err, wait.Round(time.Millisecond))
 		} else {
 			fails = 0

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -250,5 +251,76 @@ func TestMirrorBadInput(t *testing.T) {
 	groups, err := kadm.NewClient(testClient(t, src)).ListGroups(ctx)
 	if err != nil || len(groups) != 0 {
 		t.Errorf("source groups after refused runs: %v %v", groups.Groups(), err)
+	}
+}
+
+// TestMirrorPreserveTooFewPartitions: under --preserve-partitions a target
+// topic with fewer partitions than the source cannot take the records; the
+// mirror says so and exits 1 at once, having committed nothing.
+func TestMirrorPreserveTooFewPartitions(t *testing.T) {
+	src, dst := mirrorBroker(t), mirrorBroker(t)
+	createTopic(t, src, "orders", 3)
+	createTopic(t, dst, "orders", 1)
+	produceOrders(t, src, "orders", 30, 3, 3)
+	stdout, stderr, code := run(t, "mirror", "--source-bootstrap", src, "--target-bootstrap", dst,
+		"--whitelist", "orders", "--preserve-partitions", "--group", "few", "--quiet")
+	want := "topic orders has 3 partitions on the source but 1 on the target"
+	if code != ExitProblems || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, want %d with %q\n%s%s", code, ExitProblems, want, stdout, stderr)
+	}
+	if n := endOffsets(t, dst, "orders"); n != 0 {
+		t.Errorf("target holds %d records", n)
+	}
+	if n := committedTotal(t, src, "few"); n != 0 {
+		t.Errorf("group committed %d offsets", n)
+	}
+}
+
+// TestMirrorTargetRefuses: a record the target refuses for good (larger than
+// its message.max.bytes) stops the mirror with exit 1 and the target's
+// error; no offset at or past that record is committed, so nothing the
+// target does not hold is marked done.
+func TestMirrorTargetRefuses(t *testing.T) {
+	src, dst := mirrorBroker(t), mirrorBroker(t, "message.max.bytes=2000")
+	createTopic(t, src, "blobs", 1)
+	cl := testClient(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := range 11 {
+		v := fmt.Appendf(nil, "small-%d", i)
+		if i == 5 {
+			v = make([]byte, 10000) // random: no codec shrinks it under the limit
+			rand.Read(v)
+		}
+		recs = append(recs, &kgo.Record{Topic: "blobs", Key: fmt.Appendf(nil, "k%d", i), Value: v})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		stdout, stderr string
+		code           int
+	}
+	res := make(chan result, 1)
+	go func() {
+		stdout, stderr, code := run(t, "mirror", "--source-bootstrap", src, "--target-bootstrap", dst,
+			"--whitelist", "blobs", "--group", "refused", "--quiet")
+		res <- result{stdout, stderr, code}
+	}()
+	var stdout, stderr string
+	var code int
+	select {
+	case r := <-res:
+		stdout, stderr, code = r.stdout, r.stderr, r.code
+	case <-time.After(90 * time.Second):
+		t.Fatal("the mirror did not stop on a record the target refuses")
+	}
+	if code != ExitProblems || !strings.Contains(stderr, "the target refused a record") || !strings.Contains(stderr, "MESSAGE_TOO_LARGE") {
+		t.Fatalf("exit %d, want %d with the target's MESSAGE_TOO_LARGE\n%s%s", code, ExitProblems, stdout, stderr)
+	}
+	held := endOffsets(t, dst, "blobs")
+	if c := committedTotal(t, src, "refused"); c > 5 || c > held {
+		t.Errorf("committed offset %d: past the refused record (5) or past what the target holds (%d)", c, held)
 	}
 }
