@@ -47,8 +47,8 @@ client.id, auto.offset.reset (earliest, the default, or latest), fetch.max.wait.
 fetch.min.bytes, fetch.max.bytes, max.partition.fetch.bytes, max.poll.records,
 session.timeout.ms, heartbeat.interval.ms, metadata.max.age.ms (the topic refresh);
 --producer.config reads bootstrap.servers, client.id, acks (only all or -1),
-compression.type, linger.ms, batch.size, request.timeout.ms. Flags win over files;
-other keys are reported and ignored.
+compression.type, linger.ms (default 0: a polled batch is sent at once), batch.size,
+request.timeout.ms. Flags win over files; other keys are reported and ignored.
 
 Exit status: 0 stopped by a signal after committing, 1 the mirror hit a failure it
 cannot retry away (the target refused records, a target topic has fewer partitions

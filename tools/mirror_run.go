@@ -76,6 +76,11 @@ func newMirror(opts mirrorOptions, stderr io.Writer) (*mirror, error) {
 		// Room for every stream's batch: Produce never blocks.
 		kgo.MaxBufferedRecords(opts.maxPoll*opts.streams + 1024),
 		kgo.WithHooks(targetHook{m}),
+		// A polled batch is produced at once and waited for as a whole:
+		// lingering would only hold back its last partial batch (linger.ms
+		// in --producer.config overrides). Halves the time to mirror 1M
+		// records of 100 B on this machine.
+		kgo.ProducerLinger(0),
 	}
 	if opts.preserve {
 		popts = append(popts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
