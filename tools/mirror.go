@@ -34,8 +34,8 @@ picked up within --topic-refresh.
 Offsets are committed to the source group only after the target acknowledged the
 records with acks=all, so killing the mirror (even SIGKILL) loses nothing; what was
 mirrored but not committed is mirrored again on restart (duplicates, never gaps).
-While the target is down the client retries with backoff (0.25 s doubling to 5 s)
-and nothing is committed. SIGINT or SIGTERM: finish the batch in flight (up to
+While the target is down the client retries with franz-go's backoff (0.25 s doubling
+to 5 s, metadata refreshed at most every 5 s) and nothing is committed. SIGINT or SIGTERM: finish the batch in flight (up to
 --shutdown-timeout), commit what the target acknowledged, leave the group, exit 0.
 
 Every --progress a line on stderr: records mirrored and their rate, records

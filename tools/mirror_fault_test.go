@@ -78,7 +78,7 @@ func TestMirrorStopWhileTargetDown(t *testing.T) {
 		t.Fatalf("stop while the target is down: %v\n%s", err, r.stderr.String())
 	}
 	t.Logf("stopped in %v", time.Since(start))
-	if !strings.Contains(r.stderr.String(), "not acknowledged by the target within 1s: not committed, mirrored again on restart") {
+	if !strings.Contains(r.stderr.String(), "not committed (the target did not acknowledge them within 1s): mirrored again on restart") {
 		t.Errorf("no word of the unacknowledged records:\n%s", r.stderr.String())
 	}
 	if n := committedTotal(t, src, opts.group); n != 50 {

@@ -162,7 +162,7 @@ func (s *mirrorStream) mirrorBatch(ctx context.Context, recs []*kgo.Record) erro
 	}
 	unacked := s.commitAcked(recs, state)
 	if !complete {
-		s.m.out.printf("mirror: stopping with %d records not acknowledged by the target within %v: not committed, mirrored again on restart\n",
+		s.m.out.printf("mirror: stopping with %d records of the batch not committed (the target did not acknowledge them within %v): mirrored again on restart\n",
 			unacked, s.m.opts.shutdown)
 		return nil
 	}
