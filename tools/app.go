@@ -51,6 +51,7 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			recoverCommand(),
 			compactCommand(),
 			groupsCommand(),
+			mirrorCommand(),
 			topicsCommand(),
 			reassignCommand(),
 			electLeadersCommand(),

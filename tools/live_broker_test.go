@@ -110,6 +110,7 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	// below), or print.
 	other := map[string]string{
 		"groups":        "Kafka protocol only",
+		"mirror":        "Kafka protocol only (a consumer group on the source, a producer on the target)",
 		"topics":        "Kafka protocol (or ZooKeeper) only",
 		"reassign":      "Kafka protocol only (AlterPartitionReassignments, ListPartitionReassignments, Metadata)",
 		"elect-leaders": "Kafka protocol only (ElectLeaders)",
