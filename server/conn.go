@@ -31,6 +31,7 @@ type conn struct {
 	// listener is the name of the listener the connection came in on:
 	// Metadata answers with the brokers' endpoints on it.
 	listener string
+	auth     connAuth // security protocol, principal, SASL state (sasl.go)
 	log      *slog.Logger
 
 	// reserved is what the request being served holds of
@@ -86,6 +87,9 @@ func (c *conn) serve() {
 		}
 	}()
 	c.log.Debug("connection opened")
+	if !c.startTLS() {
+		return
+	}
 	for {
 		_ = c.nc.SetReadDeadline(c.idleDeadline())
 		if c.s.closing.Load() { // checked after the deadline: see Server.Close
@@ -323,6 +327,9 @@ func (c *conn) handle(frame []byte) error {
 		}
 		return fmt.Errorf("%w: %s v%d not in %d-%d (client %q)", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version, rng.min, rng.max, h.clientID)
 	}
+	if err := c.preAuthAllowed(h.key); err != nil {
+		return err
+	}
 	req.SetVersion(h.version)
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
@@ -339,7 +346,7 @@ func (c *conn) handle(frame []byte) error {
 			resp = c.s.handleMetadataCluster(c, r)
 			break
 		}
-		resp = c.s.handleMetadata(r)
+		resp = c.s.handleMetadata(c.listener, r)
 	case *kmsg.ProduceRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleProduceCluster(c, r)
@@ -384,7 +391,7 @@ func (c *conn) handle(frame []byte) error {
 			resp = c.s.handleFindCoordinatorCluster(c, r)
 			break
 		}
-		resp = c.s.handleFindCoordinator(r)
+		resp = c.s.handleFindCoordinator(c.listener, r)
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.handleJoinGroup(c, &h, r)
 	case *kmsg.SyncGroupRequest:
@@ -422,6 +429,14 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeClusterRequest:
 		resp = c.s.handleDescribeCluster(c, r)
+	case *kmsg.SASLHandshakeRequest:
+		return c.handleSaslHandshake(&h, r)
+	case *kmsg.SASLAuthenticateRequest:
+		return c.handleSaslAuthenticate(&h, r)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp = c.s.handleDescribeUserScram(r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp = c.s.handleAlterUserScram(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}
