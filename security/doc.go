@@ -26,8 +26,9 @@
 // "r=<client nonce><server nonce>,s=<salt>,i=<iterations>"; client-final
 // "c=<base64 gs2 header>,r=<nonce>,p=<proof>"; server-final
 // "v=<server signature>". The server checks that c= repeats the gs2 header,
-// that r= is this exchange's nonce (a recorded client-final replayed on a
-// new exchange fails: the server nonce is fresh random bytes each time), and
+// that r= ends with this exchange's nonce (as Kafka checks it: librdkafka
+// sends its own nonce again in front; a recorded client-final replayed on a
+// new exchange fails, the server nonce being fresh random bytes), and
 // that H(proof XOR HMAC(StoredKey, AuthMessage)) = StoredKey. A user
 // without a credential is answered with a salt derived from the name and a
 // per-process key, and fails at the proof, so the exchange does not tell

@@ -266,7 +266,10 @@ func (s *ScramServer) final(msg string) ([]byte, error) {
 	if err != nil || string(cbind) != s.gs2 {
 		return nil, fmt.Errorf("%w: client-final: channel binding does not match the gs2 header", ErrSASLMessage)
 	}
-	if attrs[1][2:] != s.nonce {
+	// Kafka accepts a nonce that ends with this exchange's (librdkafka
+	// before 2.x sends its own nonce again in front of it); the fresh
+	// server nonce at the end is what defeats a replay.
+	if !strings.HasSuffix(attrs[1][2:], s.nonce) {
 		return nil, fmt.Errorf("%w: client-final: nonce does not match this exchange", ErrAuthentication)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofText)

@@ -310,6 +310,9 @@ func isFlexible(key, version int16) bool {
 // handle parses and serves one request. A returned error closes the
 // connection (Kafka closes it for requests it cannot parse or serve).
 func (c *conn) handle(frame []byte) error {
+	if c.auth.raw {
+		return c.handleRawSASL(frame) // after SaslHandshake v0: bare tokens
+	}
 	var h reqHeader
 	body, err := parseHeader(frame, &h, isFlexible)
 	if err != nil {

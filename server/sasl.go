@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -94,6 +95,10 @@ type connAuth struct {
 	state     int
 	mech      string
 	scram     *security.ScramServer
+	// raw: the client sent SaslHandshake v0, so its tokens come as bare
+	// size-prefixed frames without a request header, and are answered
+	// the same way (Kafka's pre-KIP-152 exchange).
+	raw bool
 }
 
 // initAuth sets a new connection's protocol and starting state.
@@ -162,7 +167,45 @@ func (c *conn) handleSaslHandshake(h *reqHeader, r *kmsg.SASLHandshakeRequest) e
 		}
 	}
 	c.auth.state = saslAuth
+	c.auth.raw = r.Version == 0
 	return c.writeResponse(h, resp)
+}
+
+// handleRawSASL takes a bare token after SaslHandshake v0. There is no
+// error response in that exchange: a failure closes the connection.
+func (c *conn) handleRawSASL(token []byte) error {
+	user, out, done, err := c.saslStep(token)
+	if err != nil {
+		c.log.Info("authentication failed", "listener", c.listener, "mechanism", c.auth.mech, "user", user, "error", err)
+		if !c.waitFailDelay() {
+			return errShutdown
+		}
+		return fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	if done {
+		c.authenticated(user)
+	}
+	b := binary.BigEndian.AppendUint32(c.wbuf[:0], uint32(len(out)))
+	b = append(b, out...)
+	c.wbuf = b
+	return c.writeAll(b)
+}
+
+// saslStep runs the next step of the connection's exchange.
+func (c *conn) saslStep(token []byte) (user string, out []byte, done bool, err error) {
+	if c.auth.mech == security.PLAIN {
+		user, err = security.PlainAuthenticate(token, c.s.sec.plain[c.listener])
+		return user, nil, err == nil, err
+	}
+	out, done, err = c.auth.scram.Step(token)
+	return c.auth.scram.User(), out, done, err
+}
+
+// authenticated ends a successful exchange.
+func (c *conn) authenticated(user string) {
+	c.auth.state, c.auth.scram, c.auth.raw = saslNone, nil, false
+	c.auth.principal = "User:" + user
+	c.log.Info("authenticated", "listener", c.listener, "mechanism", c.auth.mech, "principal", c.auth.principal)
 }
 
 // handleSaslAuthenticate takes the next token of the exchange. Success
@@ -181,19 +224,7 @@ func (c *conn) handleSaslAuthenticate(h *reqHeader, r *kmsg.SASLAuthenticateRequ
 		}
 		return fmt.Errorf("%w: %s", ErrUnauthenticated, msg)
 	}
-	var (
-		user string
-		out  []byte
-		done bool
-		err  error
-	)
-	if c.auth.mech == security.PLAIN {
-		user, err = security.PlainAuthenticate(r.SASLAuthBytes, c.s.sec.plain[c.listener])
-		done = err == nil
-	} else {
-		out, done, err = c.auth.scram.Step(r.SASLAuthBytes)
-		user = c.auth.scram.User()
-	}
+	user, out, done, err := c.saslStep(r.SASLAuthBytes)
 	if err != nil {
 		c.log.Info("authentication failed", "listener", c.listener, "mechanism", c.auth.mech, "user", user, "error", err)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
@@ -212,9 +243,7 @@ func (c *conn) handleSaslAuthenticate(h *reqHeader, r *kmsg.SASLAuthenticateRequ
 	}
 	resp.SASLAuthBytes = out
 	if done {
-		c.auth.state, c.auth.scram = saslNone, nil
-		c.auth.principal = "User:" + user
-		c.log.Info("authenticated", "listener", c.listener, "mechanism", c.auth.mech, "principal", c.auth.principal)
+		c.authenticated(user)
 	}
 	return c.writeResponse(h, resp)
 }

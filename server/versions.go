@@ -32,7 +32,7 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeGroups), 0, 5},
 	{int16(kmsg.DeleteGroups), 0, 2},
 	{int16(kmsg.OffsetDelete), 0, 0},
-	{int16(kmsg.SASLHandshake), 1, 1},
+	{int16(kmsg.SASLHandshake), 0, 1},
 	{int16(kmsg.SASLAuthenticate), 0, 2},
 	{int16(kmsg.DescribeUserSCRAMCredentials), 0, 0},
 	{int16(kmsg.AlterUserSCRAMCredentials), 0, 0},
