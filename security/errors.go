@@ -21,3 +21,7 @@ var (
 	// ErrPEM is a key store or trust store that is not usable PEM.
 	ErrPEM = errors.New("security: unusable PEM material")
 )
+
+// ErrACL is stored ACL data that does not parse (Kafka's znode JSON or
+// strata's ACL file).
+var ErrACL = errors.New("security: malformed ACL data")
