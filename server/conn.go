@@ -340,6 +340,13 @@ func (c *conn) handle(frame []byte) error {
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("request", "api", kmsg.NameForKey(h.key), "version", h.version, "correlation_id", h.corr, "client", h.clientID)
 	}
+	g, err := c.authorize(req) // ACLs (acl_gate.go)
+	if err != nil {
+		return err
+	}
+	if g != nil && g.deny != nil {
+		return c.writeResponse(&h, g.deny)
+	}
 	var resp kmsg.Response
 	switch r := req.(type) {
 	case *kmsg.ApiVersionsRequest:
@@ -440,8 +447,17 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleDescribeUserScram(r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		resp = c.s.handleAlterUserScram(r)
+	case *kmsg.DescribeACLsRequest:
+		resp = c.s.handleDescribeAcls(r)
+	case *kmsg.CreateACLsRequest:
+		resp = c.s.handleCreateAcls(r)
+	case *kmsg.DeleteACLsRequest:
+		resp = c.s.handleDeleteAcls(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
+	}
+	if g != nil && g.post != nil {
+		g.post(resp)
 	}
 	return c.writeResponse(&h, resp)
 }

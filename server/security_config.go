@@ -31,6 +31,9 @@ var securityKeys = map[string]bool{
 	"sasl.enabled.mechanisms":     true, "sasl.jaas.config": true, "sasl.mechanism.inter.broker.protocol": true,
 	"connections.max.reauth.ms":                 true,
 	"connection.failed.authentication.delay.ms": true,
+	"authorizer.class.name":                     true,
+	"super.users":                               true,
+	"allow.everyone.if.no.acl.found":            true,
 }
 
 // set keeps a security property; it reports false for a key that is not
@@ -127,6 +130,9 @@ func (c *Config) authFailureDelayMs() int64 {
 // mechanisms strata offers on SASL listeners, and a parseable JAAS config
 // with users for PLAIN.
 func checkSecurity(c *Config) error {
+	if err := checkACLConfig(c); err != nil {
+		return err
+	}
 	if v, ok := c.Security.Props["connection.failed.authentication.delay.ms"]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
 			return fmt.Errorf("connection.failed.authentication.delay.ms %q: want a number of ms, at least 0", v)

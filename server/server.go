@@ -45,6 +45,7 @@ type Server struct {
 	limits        *connLimits     // max.connections, max.connections.per.ip
 	reqMem        *requestMemory  // queued.max.request.bytes
 	sec           *serverSecurity // TLS and SASL of the listeners (sasl.go)
+	acls          *aclStore       // authorizer.class.name (acl.go)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -118,6 +119,9 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	}
 	if err == nil {
 		err = s.startSecurity()
+	}
+	if err == nil {
+		err = s.startACLs()
 	}
 	if err != nil {
 		if s.cl != nil {
