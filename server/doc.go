@@ -368,7 +368,7 @@
 //
 // Clients. Metadata lists every live broker on the listener the request
 // came in on (listeners may have several names, mapped to protocols by
-// listener.security.protocol.map; only PLAINTEXT is served), the
+// listener.security.protocol.map; see Security), the
 // controller, and per partition the leader, leader epoch, replicas, ISR and
 // offline replicas; a partition without a live leader is
 // LEADER_NOT_AVAILABLE. Unknown topics are created through ZooKeeper when

@@ -51,6 +51,8 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			recoverCommand(),
 			compactCommand(),
 			groupsCommand(),
+			aclsCommand(),
+			configsCommand(),
 			topicsCommand(),
 			versionCommand(),
 		},
