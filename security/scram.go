@@ -260,7 +260,7 @@ func (s *ScramServer) final(msg string) ([]byte, error) {
 	withoutProof, proofText := msg[:i], msg[i+3:]
 	attrs := strings.Split(withoutProof, ",")
 	if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "c=") || !strings.HasPrefix(attrs[1], "r=") {
-		return nil, fmt.Errorf("%w: client-final: want c=...,r=...,p=...", ErrSASLMessage)
+		return nil, fmt.Errorf("%w: client-final: want the c=, r= and p= attributes", ErrSASLMessage)
 	}
 	cbind, err := base64.StdEncoding.DecodeString(attrs[0][2:])
 	if err != nil || string(cbind) != s.gs2 {
