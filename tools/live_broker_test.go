@@ -110,6 +110,8 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	// below), or print.
 	other := map[string]string{
 		"groups":        "Kafka protocol only",
+		"acls":          "Kafka protocol only",
+		"configs":       "Kafka protocol only",
 		"topics":        "Kafka protocol (or ZooKeeper) only",
 		"bench broker":  "its own temporary data directory",
 		"bench cluster": "its own temporary directories (MkdirTemp under --dir) for ZooKeeper and the brokers it starts",
