@@ -93,12 +93,14 @@ type Config struct {
 	GzipLevel, LZ4Level, ZstdLevel int
 	// Cluster mode (cluster_config.go): zookeeper.connect turns it on.
 	Cluster ClusterConfig
-	Unknown []string // keys seen but not understood (warned about)
+	// Security: TLS and SASL properties (security_config.go).
+	Security SecurityConfig
+	Unknown  []string // keys seen but not understood (warned about)
 }
 
 // Listener is one NAME://host:port endpoint. The name is the listener's
 // (PLAINTEXT, or any name listener.security.protocol.map maps to a
-// protocol); only the PLAINTEXT protocol is served.
+// protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL).
 type Listener struct {
 	Name string // listener name, upper case
 	Host string
@@ -349,6 +351,9 @@ func ParseConfig(props map[string]string, order []string) (*Config, error) {
 			continue
 		}
 		d := brokerConfig(k)
+		if d == nil && c.Security.set(k, v) {
+			continue
+		}
 		if d == nil {
 			c.Unknown = append(c.Unknown, k)
 			continue
@@ -405,6 +410,9 @@ func (c *Config) Validate() error {
 	if err := checkClusterConfig(c); err != nil {
 		return bad("%v", err)
 	}
+	if err := checkSecurity(c); err != nil {
+		return bad("%v", err)
+	}
 	return nil
 }
 
@@ -430,8 +438,7 @@ func splitList(v string) []string {
 
 // parseListeners parses "NAME://host:port[,...]"; names are upper-cased,
 // as Kafka does, and must be distinct. Which protocol a name speaks is
-// listener.security.protocol.map's (checked in Validate: only PLAINTEXT is
-// served).
+// listener.security.protocol.map's (checked in Validate).
 func parseListeners(v string) ([]Listener, error) {
 	var out []Listener
 	for _, s := range splitList(v) {

@@ -425,7 +425,7 @@ var brokerConfigDefs = sortDefs([]configDef{
 		val: field[string]{at: func(c *Config) *string { return &c.Cluster.InterBrokerListenerName }, parse: upperName, show: func(s string) string { return s }}},
 	{name: "leader.imbalance.check.interval.seconds", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.LeaderImbalanceCheckIntervalSeconds }, 1)},
 	{name: "leader.imbalance.per.broker.percentage", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.LeaderImbalancePerBrokerPercentage }, minInt)},
-	{name: "listener.security.protocol.map", typ: kmsg.ConfigTypeString, doc: "security protocol of each listener name (only PLAINTEXT is served)",
+	{name: "listener.security.protocol.map", typ: kmsg.ConfigTypeString, doc: "security protocol of each listener name (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",
 		val: field[map[string]string]{at: func(c *Config) *map[string]string { return &c.Cluster.ListenerSecurityProtocolMap }, parse: parseProtocolMap, show: showProtocolMap}},
 	{name: "min.insync.replicas", typ: kmsg.ConfigTypeInt, doc: "fewest in-sync replicas an acks=all produce needs (cluster mode)",
 		val: int32In(atMinInsyncReplicas, 1)},

@@ -31,6 +31,7 @@ type conn struct {
 	// listener is the name of the listener the connection came in on:
 	// Metadata answers with the brokers' endpoints on it.
 	listener string
+	auth     connAuth // security protocol, principal, SASL state (sasl.go)
 	log      *slog.Logger
 
 	// reserved is what the request being served holds of
@@ -86,6 +87,9 @@ func (c *conn) serve() {
 		}
 	}()
 	c.log.Debug("connection opened")
+	if !c.startTLS() {
+		return
+	}
 	for {
 		_ = c.nc.SetReadDeadline(c.idleDeadline())
 		if c.s.closing.Load() { // checked after the deadline: see Server.Close
@@ -306,6 +310,9 @@ func isFlexible(key, version int16) bool {
 // handle parses and serves one request. A returned error closes the
 // connection (Kafka closes it for requests it cannot parse or serve).
 func (c *conn) handle(frame []byte) error {
+	if c.auth.raw {
+		return c.handleRawSASL(frame) // after SaslHandshake v0: bare tokens
+	}
 	var h reqHeader
 	body, err := parseHeader(frame, &h, isFlexible)
 	if err != nil {
@@ -323,12 +330,22 @@ func (c *conn) handle(frame []byte) error {
 		}
 		return fmt.Errorf("%w: %s v%d not in %d-%d (client %q)", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version, rng.min, rng.max, h.clientID)
 	}
+	if err := c.preAuthAllowed(h.key); err != nil {
+		return err
+	}
 	req.SetVersion(h.version)
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
 	}
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("request", "api", kmsg.NameForKey(h.key), "version", h.version, "correlation_id", h.corr, "client", h.clientID)
+	}
+	g, err := c.authorize(req) // ACLs (acl_gate.go)
+	if err != nil {
+		return err
+	}
+	if g != nil && g.deny != nil {
+		return c.writeResponse(&h, g.deny)
 	}
 	var resp kmsg.Response
 	switch r := req.(type) {
@@ -339,7 +356,7 @@ func (c *conn) handle(frame []byte) error {
 			resp = c.s.handleMetadataCluster(c, r)
 			break
 		}
-		resp = c.s.handleMetadata(r)
+		resp = c.s.handleMetadata(c.listener, r)
 	case *kmsg.ProduceRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleProduceCluster(c, r)
@@ -384,7 +401,7 @@ func (c *conn) handle(frame []byte) error {
 			resp = c.s.handleFindCoordinatorCluster(c, r)
 			break
 		}
-		resp = c.s.handleFindCoordinator(r)
+		resp = c.s.handleFindCoordinator(c.listener, r)
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.handleJoinGroup(c, &h, r)
 	case *kmsg.SyncGroupRequest:
@@ -428,8 +445,25 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeClusterRequest:
 		resp = c.s.handleDescribeCluster(c, r)
+	case *kmsg.SASLHandshakeRequest:
+		return c.handleSaslHandshake(&h, r)
+	case *kmsg.SASLAuthenticateRequest:
+		return c.handleSaslAuthenticate(&h, r)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp = c.s.handleDescribeUserScram(r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp = c.s.handleAlterUserScram(r)
+	case *kmsg.DescribeACLsRequest:
+		resp = c.s.handleDescribeAcls(r)
+	case *kmsg.CreateACLsRequest:
+		resp = c.s.handleCreateAcls(r)
+	case *kmsg.DeleteACLsRequest:
+		resp = c.s.handleDeleteAcls(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
+	}
+	if g != nil && g.post != nil {
+		g.post(resp)
 	}
 	return c.writeResponse(&h, resp)
 }

@@ -371,7 +371,7 @@
 //
 // Clients. Metadata lists every live broker on the listener the request
 // came in on (listeners may have several names, mapped to protocols by
-// listener.security.protocol.map; only PLAINTEXT is served), the
+// listener.security.protocol.map; see Security), the
 // controller, and per partition the leader, leader epoch, replicas, ISR and
 // offline replicas; a partition without a live leader is
 // LEADER_NOT_AVAILABLE. Unknown topics are created through ZooKeeper when
@@ -443,5 +443,38 @@
 // connections drain, parked acks=-1 produces are answered, the replica
 // fetchers stop (a last high-watermark checkpoint), the membership ends
 // (closing the session removes the registration at once), and the logs
-// close with their checkpoints and the clean-shutdown marker.
+// close with their checkpoints and the clean-shutdown marker.//
+// # Security
+//
+// Each listener speaks the protocol listener.security.protocol.map gives
+// its name (security_config.go): PLAINTEXT; SSL and SASL_SSL wrap the
+// connection in crypto/tls (tls.go: TLS 1.2+, PEM key and trust stores,
+// ssl.client.auth, the key store reloaded when its file changes; the
+// handshake runs on the connection's goroutine within
+// connections.max.idle.ms, and a failed one closes the connection, logged);
+// SASL_PLAINTEXT and SASL_SSL start unauthenticated (sasl.go): only
+// ApiVersions, SaslHandshake and SaslAuthenticate are served until the
+// exchange succeeds, any other request closes the connection. SaslHandshake
+// v1 is followed by SaslAuthenticate requests; after v0 the tokens are bare
+// size-prefixed frames. Mechanisms are package security's PLAIN (users from
+// the listener's JAAS property) and SCRAM-SHA-256/512 (credentials from
+// scram_store.go: UsersFile on a single node, /config/users/<user> in
+// ZooKeeper, read at each authentication). A failure is answered
+// SASL_AUTHENTICATION_FAILED (v0 handshake: no answer) after
+// connection.failed.authentication.delay.ms on the connection's own
+// goroutine, and closes the connection. A connection's principal is
+// User:ANONYMOUS, User:<certificate DN> or User:<SASL user>.
+//
+// Fetch under TLS cannot use sendfile: the regions are read into a pooled
+// 64 KiB buffer and written through the TLS connection (copyRegion).
+//
+// With authorizer.class.name, acl_gate.go authorizes each request before
+// its handler, with the operations KafkaApis checks, through package
+// security's Authorizer over the bindings of acl.go (ACLsFile on a single
+// node; /kafka-acl and /kafka-acl-extended/prefixed znodes in a cluster,
+// reloaded on /kafka-acl-changes and /kafka-acl-extended-changes
+// notifications). Refused entries are cut from the request and answered
+// with Kafka's authorization errors beside the handler's answer for the
+// rest; a consumer Fetch with a refused topic is answered with the refused
+// partitions' errors only; a refused acks=0 Produce closes the connection.
 package server

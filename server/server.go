@@ -39,11 +39,13 @@ type Server struct {
 	groups *coordinator // the group coordinator
 
 	listeners     []net.Listener
-	advertised    Listener       // what Metadata tells clients to dial
-	advertisedAll []Listener     // every advertised listener, bound ports resolved
-	cl            *clusterNode   // cluster mode (zookeeper.connect), nil on a single node
-	limits        *connLimits    // max.connections, max.connections.per.ip
-	reqMem        *requestMemory // queued.max.request.bytes
+	advertised    Listener        // what Metadata tells clients to dial
+	advertisedAll []Listener      // every advertised listener, bound ports resolved
+	cl            *clusterNode    // cluster mode (zookeeper.connect), nil on a single node
+	limits        *connLimits     // max.connections, max.connections.per.ip
+	reqMem        *requestMemory  // queued.max.request.bytes
+	sec           *serverSecurity // TLS and SASL of the listeners (sasl.go)
+	acls          *aclStore       // authorizer.class.name (acl.go)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -115,7 +117,16 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	} else {
 		err = s.topics.load()
 	}
+	if err == nil {
+		err = s.startSecurity()
+	}
+	if err == nil {
+		err = s.startACLs()
+	}
 	if err != nil {
+		if s.cl != nil {
+			_ = s.cl.close()
+		}
 		_ = s.topics.close()
 		return nil, err
 	}
@@ -149,7 +160,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	s.bgWG.Add(1)
 	go s.logDirFailureLoop()
 	for i, ln := range s.listeners {
-		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
+		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.endpoint(cfg.Listeners[i].Name).String(),
 			"node_id", s.NodeID(), "cluster_id", s.ClusterID(), "log_dirs", cfg.LogDirs)
 		s.accWG.Add(1)
 		go s.acceptLoop(ln, cfg.Listeners[i].Name)
@@ -269,8 +280,9 @@ func (s *Server) acceptLoop(ln net.Listener, listener string) {
 			s.limits.releaseSlot()
 			continue
 		}
-		c := newConn(s, nc)
+		c := newConn(s, s.secureConn(nc, listener))
 		c.ip, c.listener = ip, listener
+		c.initAuth()
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()

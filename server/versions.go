@@ -33,6 +33,13 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeGroups), 0, 5},
 	{int16(kmsg.DeleteGroups), 0, 2},
 	{int16(kmsg.OffsetDelete), 0, 0},
+	{int16(kmsg.SASLHandshake), 0, 1},
+	{int16(kmsg.SASLAuthenticate), 0, 2},
+	{int16(kmsg.DescribeUserSCRAMCredentials), 0, 0},
+	{int16(kmsg.AlterUserSCRAMCredentials), 0, 0},
+	{int16(kmsg.DescribeACLs), 0, 3},
+	{int16(kmsg.CreateACLs), 0, 3},
+	{int16(kmsg.DeleteACLs), 0, 3},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:

@@ -52,6 +52,8 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			compactCommand(),
 			groupsCommand(),
 			mirrorCommand(),
+			aclsCommand(),
+			configsCommand(),
 			topicsCommand(),
 			reassignCommand(),
 			electLeadersCommand(),

@@ -72,6 +72,8 @@ Examples:
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
 			&cli.StringFlag{Name: "trace", Usage: "write a runtime execution trace of the whole process to FILE"},
+			&cli.StringFlag{Name: "security-protocol", Value: "PLAINTEXT", Usage: "in-process broker: also measure over a listener of this protocol (SSL, SASL_PLAINTEXT, SASL_SSL), each figure beside PLAINTEXT's of the same run"},
+			&cli.StringFlag{Name: "sasl-mechanism", Value: "PLAIN", Usage: "with a SASL --security-protocol: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		},
 		Action: runBenchBroker,
@@ -143,6 +145,9 @@ type BenchBrokerResult struct {
 // BenchBrokerFigures are one validation mode's medians.
 type BenchBrokerFigures struct {
 	Validation            string    `json:"validation"`
+	SecurityProtocol      string    `json:"security_protocol"`
+	ProduceVsPlaintext    float64   `json:"produce_vs_plaintext,omitempty"`
+	ConsumeVsPlaintext    float64   `json:"consume_vs_plaintext,omitempty"`
 	ProduceSeconds        float64   `json:"produce_seconds"`
 	ProduceRecordsPerSec  float64   `json:"produce_records_per_sec"`
 	ProduceMBps           float64   `json:"produce_mb_per_sec"`
@@ -191,6 +196,13 @@ func runBenchBroker(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	sec, err := parseBenchSecurity(c.String("security-protocol"), c.String("sasl-mechanism"))
+	if err != nil {
+		return err
+	}
+	if sec != nil && cfg.bootstrap != "" {
+		return usageErr("--security-protocol needs the in-process broker")
+	}
 	if cfg.bootstrap != "" {
 		// Only the driver runs here: see DriverGCPercent.
 		defer debug.SetGCPercent(debug.SetGCPercent(DriverGCPercent))
@@ -225,7 +237,7 @@ func runBenchBroker(c *cli.Context) error {
 		LoadAvg1: loadAvg1(),
 	}
 	for _, mode := range modes {
-		figs, boot, err := benchBrokerMode(c, cfg, mode)
+		figs, boot, err := benchBrokerMode(c, cfg, mode, nil)
 		if err != nil {
 			return err
 		}
@@ -233,6 +245,14 @@ func runBenchBroker(c *cli.Context) error {
 			res.Bootstrap = boot
 		}
 		res.Modes = append(res.Modes, figs)
+		if sec != nil {
+			sf, _, err := benchBrokerMode(c, cfg, mode, sec)
+			if err != nil {
+				return err
+			}
+			sf.ProduceVsPlaintext, sf.ConsumeVsPlaintext = sf.ProduceMBps/figs.ProduceMBps, sf.ConsumeMBps/figs.ConsumeMBps
+			res.Modes = append(res.Modes, sf)
+		}
 	}
 	res.BenchBrokerFigures = res.Modes[0]
 	if c.Bool("json") {
@@ -260,21 +280,36 @@ func benchValidationModes(v string, external bool) ([]string, error) {
 
 // benchBrokerMode runs --runs rounds against one broker (started here for
 // the in-process modes) and returns the medians and the bootstrap address.
-func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchBrokerFigures, string, error) {
-	figs := BenchBrokerFigures{Validation: mode}
+func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *benchSecurity) (BenchBrokerFigures, string, error) {
+	figs := BenchBrokerFigures{Validation: mode, SecurityProtocol: "PLAINTEXT"}
 	boot := cfg.bootstrap
+	tgt := brokerTarget(boot)
 	if boot == "" {
 		dir, err := os.MkdirTemp("", "strata-bench-broker-")
 		if err != nil {
 			return figs, "", failErr(err)
 		}
 		defer os.RemoveAll(dir)
-		srv, err := startBenchServer(dir, mode, c.App.ErrWriter, cfg.retentionBytes > 0)
+		var extra []string
+		if sec != nil {
+			if extra, err = sec.overrides(dir); err != nil {
+				return figs, "", failErr(err)
+			}
+		}
+		srv, err := startBenchServer(dir, mode, c.App.ErrWriter, cfg.retentionBytes > 0, extra...)
 		if err != nil {
 			return figs, "", failErr(err)
 		}
 		defer srv.Close()
 		boot = srv.Addr().String()
+		tgt = brokerTarget(boot)
+		if sec != nil {
+			if err := sec.addUser(boot); err != nil {
+				return figs, "", failErr(err)
+			}
+			figs.SecurityProtocol = sec.String()
+			tgt.seeds, tgt.conn = []string{srv.ListenerAddr(sec.protocol).String()}, sec.clientOpts()
+		}
 	}
 	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
 	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
@@ -284,7 +319,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 			return figs, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 		}
 		lim = append(lim, l)
-		r, err := benchBrokerRun(cfg, brokerTarget(boot), fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
+		r, err := benchBrokerRun(cfg, tgt, fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
 		if err != nil {
 			return figs, boot, err
 		}
@@ -316,7 +351,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 
 // startBenchServer starts a broker on an ephemeral loopback port; its logs
 // go to w at warn level and above.
-func startBenchServer(dir, validation string, w io.Writer, retention bool) (*server.Server, error) {
+func startBenchServer(dir, validation string, w io.Writer, retention bool, extra ...string) (*server.Server, error) {
 	ov := []string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + dir,
@@ -325,6 +360,7 @@ func startBenchServer(dir, validation string, w io.Writer, retention bool) (*ser
 	if retention {
 		ov = append(ov, "log.retention.check.interval.ms=500")
 	}
+	ov = append(ov, extra...) // later wins: --security-protocol's listeners
 	cfg, err := server.LoadConfig("", ov, nil)
 	if err != nil {
 		return nil, err
@@ -344,7 +380,10 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)
 	}
 	for _, m := range res.Modes {
-		fmt.Fprintf(w, "  validation %s\n", m.Validation)
+		fmt.Fprintf(w, "  validation %s, %s\n", m.Validation, m.SecurityProtocol)
+		if m.ProduceVsPlaintext > 0 {
+			fmt.Fprintf(w, "    vs PLAINTEXT of the same run: produce %.3f, consume %.3f\n", m.ProduceVsPlaintext, m.ConsumeVsPlaintext)
+		}
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",

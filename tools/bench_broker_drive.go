@@ -42,6 +42,7 @@ type benchTarget struct {
 	rf      int16              // replication factor of the topics created
 	configs map[string]*string // their topic configs
 	tune    []kgo.Opt          // producer options after producerOpts'
+	conn    []kgo.Opt          // every client's connection options (TLS dialer, SASL)
 }
 
 // brokerTarget is strata bench broker's: one broker, acks=1, topics of one
@@ -93,7 +94,7 @@ func producerOpts(tgt benchTarget) []kgo.Opt {
 		kgo.DisableIdempotentWrite(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	}, tgt.tune...)
+	}, append(append([]kgo.Opt(nil), tgt.conn...), tgt.tune...)...)
 }
 
 // withTopicConfigs is tgt with kv (bench broker's --segment-bytes and
@@ -246,13 +247,13 @@ func benchProduce(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *pro
 func benchConsume(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(tgt.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(cfg.warmup)}}),
 		kgo.FetchMaxBytes(cfg.fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(cfg.fetchPartBytes),
 		kgo.FetchMaxWait(time.Second),
-	)
+	}, tgt.conn...)...)
 	if err != nil {
 		return 0, err
 	}
@@ -303,10 +304,10 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.
 	if err := createBenchTopic(ctx, prod, topic, withTopicConfigs(tgt, cfg.topicConfigs(true))); err != nil {
 		return nil, err
 	}
-	cons, err := kgo.NewClient(
+	cons, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(tgt.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
-	)
+	}, tgt.conn...)...)
 	if err != nil {
 		return nil, err
 	}

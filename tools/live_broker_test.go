@@ -111,6 +111,8 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	other := map[string]string{
 		"groups":        "Kafka protocol only",
 		"mirror":        "Kafka protocol only (a consumer group on the source, a producer on the target)",
+		"acls":          "Kafka protocol only",
+		"configs":       "Kafka protocol only",
 		"topics":        "Kafka protocol (or ZooKeeper) only",
 		"reassign":      "Kafka protocol only (AlterPartitionReassignments, ListPartitionReassignments, Metadata)",
 		"elect-leaders": "Kafka protocol only (ElectLeaders)",
