@@ -388,3 +388,55 @@ func implies(have, want Operation) bool {
 	}
 	return false
 }
+
+// AuthorizeAny says whether principal may do op on at least one resource
+// of type rt, as Kafka's authorizeByResourceType (KIP-679) decides it for
+// InitProducerId without a transactional id: a super user may; a DENY of
+// every resource (the literal "*" or the prefix "") refuses; otherwise an
+// ALLOW binding that no DENY of the same literal name or of a prefix of
+// its name cancels allows. With no binding of the type, AllowIfNoACL.
+func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, rt ResourceType) bool {
+	if a.SuperUsers[principal] {
+		return true
+	}
+	if rt < 0 || int(rt) >= len(a.byType) {
+		return false
+	}
+	ti := &a.byType[rt]
+	if ti.literal == nil {
+		return a.AllowIfNoACL
+	}
+	applies := func(b *Binding) bool {
+		return (b.Principal == principal || b.Principal == WildcardPrincipal) && (b.Host == host || b.Host == WildcardHost)
+	}
+	denies := func(bs []Binding) bool {
+		for i := range bs {
+			b := &bs[i]
+			if applies(b) && b.Permission == PermissionDeny && (b.Operation == op || b.Operation == OpAll) {
+				return true
+			}
+		}
+		return false
+	}
+	if denies(ti.literal[WildcardResource]) || denies(ti.prefixed[""]) {
+		return false
+	}
+	for i := range a.all {
+		b := &a.all[i]
+		if b.ResourceType != rt || !applies(b) || b.Permission == PermissionDeny ||
+			(b.Operation != op && b.Operation != OpAll && !implies(b.Operation, op)) {
+			continue
+		}
+		denied := b.Pattern != PatternPrefixed && denies(ti.literal[b.Name])
+		for _, l := range a.prefixLens[rt] {
+			if denied || l > len(b.Name) {
+				break
+			}
+			denied = denies(ti.prefixed[b.Name[:l]])
+		}
+		if !denied {
+			return true
+		}
+	}
+	return false
+}

@@ -142,3 +142,43 @@ func BenchmarkAuthorize1000(b *testing.B) {
 		}
 	}
 }
+
+// TestAuthorizeAny: Kafka's authorizeByResourceType (KIP-679) for
+// InitProducerId: some resource of the type allowed and not denied.
+func TestAuthorizeAny(t *testing.T) {
+	deny := func(b Binding) Binding { b.Permission = PermissionDeny; return b }
+	bs := []Binding{
+		allow(ResourceTopic, PatternPrefixed, "orders", "User:alice", OpWrite),
+		allow(ResourceTopic, PatternLiteral, "logs", "User:bob", OpWrite),
+		deny(allow(ResourceTopic, PatternLiteral, "logs", "User:bob", OpWrite)),
+		allow(ResourceTopic, PatternPrefixed, "app-x", "User:carol", OpAll),
+		deny(allow(ResourceTopic, PatternPrefixed, "app-", "User:carol", OpWrite)),
+		allow(ResourceTopic, PatternLiteral, "t", "User:dave", OpWrite),
+		deny(allow(ResourceTopic, PatternLiteral, WildcardResource, "User:dave", OpAll)),
+		allow(ResourceTopic, PatternLiteral, "r", "User:erin", OpRead),
+		deny(allow(ResourceTopic, PatternPrefixed, "", "User:frank", OpWrite)),
+	}
+	a := NewAuthorizer(bs, []string{"User:admin"}, false)
+	for _, c := range []struct {
+		principal string
+		want      bool
+	}{
+		{"User:alice", true},  // a prefixed allow
+		{"User:bob", false},   // his one allow cancelled by a literal deny
+		{"User:carol", false}, // her app-x allow cancelled by a deny of the prefix app-
+		{"User:erin", false},  // Read does not imply Write
+		{"User:dave", false},  // a deny of every topic
+		{"User:frank", false}, // a deny of the prefix "": every topic
+		{"User:admin", true},  // super user
+	} {
+		if got := a.AuthorizeAny(c.principal, "1.2.3.4", OpWrite, ResourceTopic); got != c.want {
+			t.Errorf("AuthorizeAny(%s, Write, Topic) = %v, want %v", c.principal, got, c.want)
+		}
+	}
+	if a.AuthorizeAny("User:zed", "h", OpWrite, ResourceGroup) {
+		t.Error("no group bindings and AllowIfNoACL false: allowed")
+	}
+	if !NewAuthorizer(nil, nil, true).AuthorizeAny("User:zed", "h", OpWrite, ResourceTopic) {
+		t.Error("no bindings and AllowIfNoACL: refused")
+	}
+}

@@ -137,6 +137,16 @@ func (st *aclStore) authorize(c *conn, op security.Operation, rt security.Resour
 	return a.Authorize(c.auth.principal, c.ip, op, rt, name)
 }
 
+// authorizeAny says whether c's principal may do op on some resource of
+// type rt (security.Authorizer.AuthorizeAny).
+func (st *aclStore) authorizeAny(c *conn, op security.Operation, rt security.ResourceType) bool {
+	a := st.auth.Load()
+	if a == nil {
+		return true
+	}
+	return a.AuthorizeAny(c.auth.principal, c.ip, op, rt)
+}
+
 // enabled says whether requests are authorized.
 func (st *aclStore) enabled() bool { return st.auth.Load() != nil }
 

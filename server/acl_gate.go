@@ -14,6 +14,8 @@ import (
 // served, with the operations and resources Kafka's KafkaApis checks:
 //
 //	Produce                 Write topic (acks=0: a refusal closes the connection)
+//	InitProducerId          IdempotentWrite cluster or Write on any topic (KIP-679);
+//	                        with a transactional id Write on it
 //	Fetch                   Read topic; a follower's fetch ClusterAction cluster
 //	Metadata                Describe topic (all topics: the others are left out);
 //	                        auto-creation needs Create on the cluster or the topic
@@ -70,6 +72,20 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 	switch r := req.(type) {
 	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return nil, nil
+
+	case *kmsg.InitProducerIDRequest:
+		if r.TransactionalID != nil {
+			if c.allowed(sec.OpWrite, sec.ResourceTransactionalID, *r.TransactionalID) {
+				return nil, nil
+			}
+			return &gate{deny: topError(req, kerr.TransactionalIDAuthorizationFailed.Code)}, nil
+		}
+		// An idempotent producer: IdempotentWrite on the cluster, or Write
+		// on any topic (KIP-679, Kafka 2.8).
+		if c.clusterAllowed(sec.OpIdempotentWrite) || c.s.acls.authorizeAny(c, sec.OpWrite, sec.ResourceTopic) {
+			return nil, nil
+		}
+		return &gate{deny: topError(req, clusterErr)}, nil
 
 	case *kmsg.ProduceRequest:
 		var denied []kmsg.ProduceRequestTopic
