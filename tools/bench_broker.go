@@ -68,6 +68,7 @@ Examples:
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
+			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
@@ -98,8 +99,9 @@ type benchBrokerConfig struct {
 	fetchPartBytes int32
 	runs           int
 	topicPrefix    string
-	segmentBytes   int64 // topic segment.bytes, 0: the broker's
-	retentionBytes int64 // topic retention.bytes, 0: the broker's
+	segmentBytes   int64    // topic segment.bytes, 0: the broker's
+	retentionBytes int64    // topic retention.bytes, 0: the broker's
+	metrics        []string // in-process brokers: "on", "off"
 }
 
 // topicConfigs are the configs a bench topic is created with: retention.bytes
@@ -138,11 +140,22 @@ type BenchBrokerResult struct {
 	LoadAvg1               float64 `json:"loadavg_1m"`
 	BenchBrokerFigures
 	Modes []BenchBrokerFigures `json:"modes"`
+	// MetricsOnVsOff (--metrics both): per validation mode, the median
+	// records/s with metrics on divided by that with metrics off.
+	MetricsOnVsOff []MetricsOverhead `json:"metrics_on_vs_off,omitempty"`
+}
+
+// MetricsOverhead is the throughput ratio metrics on / metrics off.
+type MetricsOverhead struct {
+	Validation string  `json:"validation"`
+	Produce    float64 `json:"produce"`
+	Consume    float64 `json:"consume"`
 }
 
 // BenchBrokerFigures are one validation mode's medians.
 type BenchBrokerFigures struct {
 	Validation            string    `json:"validation"`
+	Metrics               string    `json:"metrics,omitempty"` // in-process broker: strata.metrics.listener on or off
 	ProduceSeconds        float64   `json:"produce_seconds"`
 	ProduceRecordsPerSec  float64   `json:"produce_records_per_sec"`
 	ProduceMBps           float64   `json:"produce_mb_per_sec"`
@@ -191,6 +204,17 @@ func runBenchBroker(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	switch c.String("metrics") {
+	case "on", "off":
+		cfg.metrics = []string{c.String("metrics")}
+	case "both":
+		if cfg.bootstrap != "" {
+			return usageErr("--metrics both needs the in-process broker")
+		}
+		cfg.metrics = []string{"on", "off"}
+	default:
+		return usageErr("--metrics must be on, off or both, not %q", c.String("metrics"))
+	}
 	if cfg.bootstrap != "" {
 		// Only the driver runs here: see DriverGCPercent.
 		defer debug.SetGCPercent(debug.SetGCPercent(DriverGCPercent))
@@ -232,7 +256,13 @@ func runBenchBroker(c *cli.Context) error {
 		if res.InProcess {
 			res.Bootstrap = boot
 		}
-		res.Modes = append(res.Modes, figs)
+		res.Modes = append(res.Modes, figs...)
+		if len(figs) == 2 && figs[1].ProduceRecordsPerSec > 0 && figs[1].ConsumeRecordsPerSec > 0 {
+			res.MetricsOnVsOff = append(res.MetricsOnVsOff, MetricsOverhead{Validation: mode,
+				Produce: figs[0].ProduceRecordsPerSec / figs[1].ProduceRecordsPerSec,
+				Consume: figs[0].ConsumeRecordsPerSec / figs[1].ConsumeRecordsPerSec,
+			})
+		}
 	}
 	res.BenchBrokerFigures = res.Modes[0]
 	if c.Bool("json") {
@@ -260,67 +290,108 @@ func benchValidationModes(v string, external bool) ([]string, error) {
 
 // benchBrokerMode runs --runs rounds against one broker (started here for
 // the in-process modes) and returns the medians and the bootstrap address.
-func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchBrokerFigures, string, error) {
-	figs := BenchBrokerFigures{Validation: mode}
+// With --metrics both it starts two in-process brokers, metrics on and
+// off, and alternates the runs between them (the first of each pair
+// alternating too), so drift in the machine's load falls on both alike.
+func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) ([]BenchBrokerFigures, string, error) {
 	boot := cfg.bootstrap
-	if boot == "" {
-		dir, err := os.MkdirTemp("", "strata-bench-broker-")
-		if err != nil {
-			return figs, "", failErr(err)
-		}
-		defer os.RemoveAll(dir)
-		srv, err := startBenchServer(dir, mode, c.App.ErrWriter, cfg.retentionBytes > 0)
-		if err != nil {
-			return figs, "", failErr(err)
-		}
-		defer srv.Close()
-		boot = srv.Addr().String()
+	type target struct {
+		metrics string
+		boot    string
+		acc     benchAcc
 	}
-	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
-	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
+	var targets []*target
+	if boot == "" {
+		for _, m := range cfg.metrics {
+			dir, err := os.MkdirTemp("", "strata-bench-broker-")
+			if err != nil {
+				return nil, "", failErr(err)
+			}
+			defer os.RemoveAll(dir)
+			srv, err := startBenchServer(dir, mode, m == "on", c.App.ErrWriter, cfg.retentionBytes > 0)
+			if err != nil {
+				return nil, "", failErr(err)
+			}
+			defer srv.Close()
+			targets = append(targets, &target{metrics: m, boot: srv.Addr().String()})
+		}
+		boot = targets[0].boot
+	} else {
+		targets = []*target{{boot: boot}}
+	}
+	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
-		l, err := loopbackLimit(256 << 20)
-		if err != nil {
-			return figs, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+		for k := range targets {
+			tg := targets[(k+run)%len(targets)]
+			l, err := loopbackLimit(256 << 20)
+			if err != nil {
+				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+			}
+			r, err := benchBrokerRun(cfg, brokerTarget(tg.boot), fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), bar)
+			if err != nil {
+				return nil, boot, err
+			}
+			tg.acc.add(cfg, r, l)
 		}
-		lim = append(lim, l)
-		r, err := benchBrokerRun(cfg, brokerTarget(boot), fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
-		if err != nil {
-			return figs, boot, err
-		}
-		prodS = append(prodS, r.produce.Seconds())
-		prodR = append(prodR, float64(cfg.records)/r.produce.Seconds())
-		prodMB = append(prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
-		consS = append(consS, r.consume.Seconds())
-		consR = append(consR, float64(cfg.records)/r.consume.Seconds())
-		consMB = append(consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
-		prodCPU, consCPU = append(prodCPU, r.produceCPU.Seconds()), append(consCPU, r.consumeCPU.Seconds())
-		p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
-		figs.LatencyRecords = r.latencyRecords
 	}
 	bar.done()
-	figs.ProduceRecordsPerSecs = append([]float64(nil), prodR...)
-	figs.ConsumeRecordsPerSecs = append([]float64(nil), consR...)
-	figs.LatencyP99Runs = append([]float64(nil), p99...)
-	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(prodS), median(prodR), median(prodMB)
-	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(consS), median(consR), median(consMB)
-	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
-	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(prodCPU), median(consCPU)
-	figs.LimitLoopbackMBps = median(lim)
+	out := make([]BenchBrokerFigures, len(targets))
+	for i, tg := range targets {
+		out[i] = tg.acc.figures(mode)
+		out[i].Metrics = tg.metrics
+	}
+	return out, boot, nil
+}
+
+// benchAcc collects one broker's runs.
+type benchAcc struct {
+	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
+	latencyRecords                                                                          int
+}
+
+func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
+	a.lim = append(a.lim, limit)
+	a.prodS = append(a.prodS, r.produce.Seconds())
+	a.prodR = append(a.prodR, float64(cfg.records)/r.produce.Seconds())
+	a.prodMB = append(a.prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
+	a.consS = append(a.consS, r.consume.Seconds())
+	a.consR = append(a.consR, float64(cfg.records)/r.consume.Seconds())
+	a.consMB = append(a.consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
+	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
+	a.p50, a.p99, a.p999, a.pmax = append(a.p50, r.p50), append(a.p99, r.p99), append(a.p999, r.p999), append(a.pmax, r.max)
+	a.latencyRecords = r.latencyRecords
+}
+
+func (a *benchAcc) figures(mode string) BenchBrokerFigures {
+	figs := BenchBrokerFigures{Validation: mode, LatencyRecords: a.latencyRecords}
+	figs.ProduceRecordsPerSecs = append([]float64(nil), a.prodR...)
+	figs.ConsumeRecordsPerSecs = append([]float64(nil), a.consR...)
+	figs.LatencyP99Runs = append([]float64(nil), a.p99...)
+	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(a.prodS), median(a.prodR), median(a.prodMB)
+	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(a.consS), median(a.consR), median(a.consMB)
+	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(a.p50), median(a.p99), median(a.p999), median(a.pmax)
+	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(a.prodCPU), median(a.consCPU)
+	figs.LimitLoopbackMBps = median(a.lim)
 	if figs.LimitLoopbackMBps > 0 {
 		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
 		figs.ConsumeVsLimit = figs.ConsumeMBps / figs.LimitLoopbackMBps
 	}
-	return figs, boot, nil
+	return figs
 }
 
 // startBenchServer starts a broker on an ephemeral loopback port; its logs
 // go to w at warn level and above.
-func startBenchServer(dir, validation string, w io.Writer, retention bool) (*server.Server, error) {
+// metrics turns strata.metrics.listener on (an ephemeral loopback port)
+// or off.
+func startBenchServer(dir, validation string, metrics bool, w io.Writer, retention bool) (*server.Server, error) {
 	ov := []string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + dir,
 		"strata.produce.validation=" + validation,
+		"strata.metrics.listener=",
+	}
+	if metrics {
+		ov[len(ov)-1] += "127.0.0.1:0"
 	}
 	if retention {
 		ov = append(ov, "log.retention.check.interval.ms=500")
@@ -344,7 +415,11 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)
 	}
 	for _, m := range res.Modes {
-		fmt.Fprintf(w, "  validation %s\n", m.Validation)
+		if m.Metrics != "" {
+			fmt.Fprintf(w, "  validation %s, metrics %s\n", m.Validation, m.Metrics)
+		} else {
+			fmt.Fprintf(w, "  validation %s\n", m.Validation)
+		}
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
@@ -355,6 +430,9 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 			fmt.Fprintf(w, "    latency  at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records)\n",
 				res.LatencyRate, m.LatencyP50Ms, m.LatencyP99Ms, m.LatencyP999Ms, m.LatencyMaxMs, m.LatencyRecords)
 		}
+	}
+	for _, o := range res.MetricsOnVsOff {
+		fmt.Fprintf(w, "  metrics on / off (validation %s): produce %.3f, consume %.3f (median records/s, runs alternating)\n", o.Validation, o.Produce, o.Consume)
 	}
 }
 
