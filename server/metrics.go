@@ -38,6 +38,7 @@ func (s *Server) serveMetrics() {
 		s.log.Error("metrics listener not started: /metrics and the status page are off", "strata.metrics.listener", s.cfg.MetricsListener, "error", err)
 		return
 	}
+	s.met.Start()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.met.Handler())
 	mux.HandleFunc("/", s.serveStatus)

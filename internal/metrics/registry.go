@@ -53,6 +53,7 @@ type Registry struct {
 	lastAt  time.Time
 	lastBsy int64
 	ticks   int
+	started bool
 	stop    chan struct{}
 	stopped sync.WaitGroup
 }
@@ -73,16 +74,26 @@ type Sample struct {
 	FetchRequests uint64
 }
 
-// New makes a registry and starts its ticker; Close stops it.
+// New makes a registry; Start starts its ticker and Close stops it.
 func New() *Registry {
 	r := &Registry{reg: prometheus.NewRegistry(), stop: make(chan struct{})}
 	r.idle.Store(f64bits(1))
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.reg.MustRegister(brokerCollector{r})
 	r.lastAt = time.Now()
+	return r
+}
+
+// Start starts the ticker (history samples, quantile windows); once.
+func (r *Registry) Start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return
+	}
+	r.started = true
 	r.stopped.Add(1)
 	go r.loop()
-	return r
 }
 
 // Register adds a scrape-time collector (the broker's state).
