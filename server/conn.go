@@ -452,8 +452,14 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleControlledShutdown(r)
 	case *kmsg.AlterPartitionRequest:
 		resp = c.s.handleAlterPartition(r)
+	case *kmsg.DescribeLogDirsRequest:
+		resp = c.s.handleDescribeLogDirs(r)
 	case *kmsg.ElectLeadersRequest:
 		resp = c.s.handleElectLeaders(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp = c.s.handleAlterPartitionReassignments(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp = c.s.handleListPartitionReassignments(r)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		resp = c.s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeClusterRequest:

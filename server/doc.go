@@ -45,7 +45,9 @@
 // DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, and the
 // group coordinator's FindCoordinator 0-4, JoinGroup 0-7, SyncGroup 0-5,
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
-// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
+// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0;
+// DescribeLogDirs 0-4 (api_describe_log_dirs.go: per log dir its replicas'
+// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir).
 //
 // Configuration (configdefs.go) is one table per scope, brokerConfigDefs
 // and topicConfigDefs: each property's name, Kafka type, how its text is
@@ -377,7 +379,8 @@
 // topics already built, so every Metadata, DescribeCluster (v0) and
 // FindCoordinator answer copies nothing (Metadata for 1,000 partitions:
 // one allocation, well under a millisecond; BenchmarkClusterMetadata1000).
-// ControlledShutdown v1-3, AlterPartition v0-1 and ElectLeaders v0-2 go
+// ControlledShutdown v1-3, AlterPartition v0-1, ElectLeaders v0-2,
+// AlterPartitionReassignments v0 and ListPartitionReassignments v0 go
 // to the member's controller entry points (NOT_CONTROLLER unless this
 // broker is the controller; REQUEST_TIMED_OUT after
 // controller.socket.timeout.ms). OffsetForLeaderEpoch v0-4 is answered by

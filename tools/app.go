@@ -51,7 +51,11 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			recoverCommand(),
 			compactCommand(),
 			groupsCommand(),
+			mirrorCommand(),
 			topicsCommand(),
+			reassignCommand(),
+			electLeadersCommand(),
+			logDirsCommand(),
 			versionCommand(),
 		},
 		// --version (-v) prints "strata version ..." as "strata version" does.

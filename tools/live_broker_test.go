@@ -110,7 +110,11 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	// below), or print.
 	other := map[string]string{
 		"groups":        "Kafka protocol only",
+		"mirror":        "Kafka protocol only (a consumer group on the source, a producer on the target)",
 		"topics":        "Kafka protocol (or ZooKeeper) only",
+		"reassign":      "Kafka protocol only (AlterPartitionReassignments, ListPartitionReassignments, Metadata)",
+		"elect-leaders": "Kafka protocol only (ElectLeaders)",
+		"log-dirs":      "Kafka protocol only (DescribeLogDirs: the broker reads its own dirs)",
 		"bench broker":  "its own temporary data directory",
 		"bench cluster": "its own temporary directories (MkdirTemp under --dir) for ZooKeeper and the brokers it starts",
 		"broker":        "takes the lock itself (a second broker is tried below)",

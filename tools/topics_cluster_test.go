@@ -17,6 +17,14 @@ import (
 // cluster on a real ZooKeeper and waits until each knows them all.
 func startClusterBrokers(t *testing.T, n int) []*server.Server {
 	t.Helper()
+	bs, _ := startClusterBrokersZK(t, n)
+	return bs
+}
+
+// startClusterBrokersZK is startClusterBrokers that also returns the
+// cluster's zookeeper.connect (with its chroot).
+func startClusterBrokersZK(t *testing.T, n int) ([]*server.Server, string) {
+	t.Helper()
 	zk := zktest.Start(t)
 	var out []*server.Server
 	for id := 1; id <= n; id++ {
@@ -33,7 +41,7 @@ func startClusterBrokers(t *testing.T, n int) []*server.Server {
 		t.Cleanup(func() { s.Close() })
 		out = append(out, s)
 	}
-	return out
+	return out, zk.Addr() + "/topics-test"
 }
 
 var clusterPartitionLine = regexp.MustCompile(`Partition: 0\tLeader: (\d+)\tReplicas: (\d+,\d+,\d+)\tIsr: ([\d,]+)`)
