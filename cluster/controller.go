@@ -30,6 +30,10 @@ type ControllerOptions struct {
 	// MaxWriteBatchBytes bounds the estimated size of one ZooKeeper multi
 	// (default 256 KiB, a quarter of ZooKeeper's 1 MiB jute.maxbuffer).
 	MaxWriteBatchBytes int
+	// OnElection, if set, is told of each leader elected for an offline
+	// partition (unclean: from outside the ISR), for the broker's
+	// ControllerStats. It runs on the controller's event loop.
+	OnElection func(unclean bool)
 	// Rand draws the topic ids the controller writes for topics that have
 	// none. The driver must seed it randomly (crypto/rand); nil uses a
 	// fixed seed, for tests.

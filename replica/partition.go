@@ -576,3 +576,20 @@ func (p *Partition) ReadConsumer(offset, maxBytes int64, stable bool) (segment.R
 	v.End = min(v.End, hw)
 	return v.Read(offset, maxBytes)
 }
+
+// MaxFollowerLag is, on a leader, how many offsets its furthest-behind
+// follower is below the leader's log end offset (a follower not heard from
+// yet counts from offset 0); 0 on a follower or without followers.
+func (p *Partition) MaxFollowerLag() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleLeader {
+		return 0
+	}
+	leo := p.log.LogEndOffset()
+	var lag int64
+	for _, r := range p.remotes {
+		lag = max(lag, leo-max(r.leo, 0))
+	}
+	return lag
+}

@@ -108,6 +108,10 @@ type Options struct {
 	Go func(task func())
 	// Logger receives what the log does (default slog.Default()).
 	Logger *slog.Logger
+	// OnFlush, if set, is called after each fsync group that made records
+	// durable (FlushTo), with how long it took: the broker's
+	// LogFlushRateAndTimeMs. It runs on the flushing goroutine.
+	OnFlush func(time.Duration)
 
 	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer
 	// without an open transaction whose last batch is older is forgotten

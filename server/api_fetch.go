@@ -71,7 +71,7 @@ func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) erro
 		} else {
 			timer.Reset(remaining)
 		}
-		waitAny(waits, timer.C, s.done)
+		c.parked(false, func() { waitAny(waits, timer.C, s.done) })
 	}
 }
 

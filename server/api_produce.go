@@ -46,6 +46,7 @@ func (s *Server) handleProduce(c *conn, req *kmsg.ProduceRequest) kmsg.Response 
 			if !internal {
 				code, msg = s.produceTo(c, req, t, p, rp.Records, &sp)
 			}
+			s.noteProduce(rt.Topic, code, rp.Records)
 			if code != 0 {
 				sp.ErrorCode = code
 				if req.Version >= 8 && msg != "" {
@@ -95,7 +96,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		b.SetLogAppendTime(now)
 		sp.LogAppendTime = now
 	}
+	began := s.metricsStart()
 	info, err := p.log.Append(recs)
+	s.noteAppend(began)
 	if errors.Is(err, segment.ErrClosed) { // the topic was deleted meanwhile
 		return kerr.UnknownTopicOrPartition.Code, "partition deleted"
 	}

@@ -54,11 +54,13 @@ func (s *Server) handleFetchCluster(c *conn, h *reqHeader, req *kmsg.FetchReques
 		} else {
 			timer.Reset(remaining)
 		}
-		select {
-		case <-wake:
-		case <-timer.C:
-		case <-s.done:
-		}
+		c.parked(false, func() {
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-s.done:
+			}
+		})
 	}
 }
 

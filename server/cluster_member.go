@@ -49,6 +49,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 			DeleteTopicEnable:                  cl.cfg.DeleteTopicEnable,
 			LeaderImbalancePerBrokerPercentage: int(cc.LeaderImbalancePerBrokerPercentage),
 			InterBrokerListener:                cl.cfg.interBrokerListener(),
+			OnElection:                         cl.s.onElection,
 		},
 		ControllerSocketTimeout:      time.Duration(cc.ControllerSocketTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalanceEnable:    cc.AutoLeaderRebalanceEnable,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/internal/metrics"
 	"github.com/stratalog/strata/record"
 )
 
@@ -46,6 +47,12 @@ type conn struct {
 	rbuf     []byte              // a request frame larger than in, reused while small
 	wbuf     []byte              // response frame, reused while small
 	rr       record.RecordReader // produce validation: reused decompression buffer
+
+	// The request being served, for its RequestMetrics (metrics.go):
+	// API key (-1 until its version checked out) and version, time waited
+	// for request memory, parked in a purgatory, writing the response.
+	mkey, mver           int16
+	queued, remote, send time.Duration
 }
 
 // inBufSize is the connection's read-ahead buffer, allocated at its first
@@ -172,8 +179,15 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrFrameSize, n, c.s.cfg.SocketRequestMaxBytes)
 	}
 	c.inR += 4
+	var began time.Time
+	if c.s.met != nil {
+		began = time.Now()
+	}
 	if !c.s.reqMem.reserve(int64(n), c.s.done) {
 		return nil, errShutdown
+	}
+	if c.s.met != nil {
+		c.queued = time.Since(began)
 	}
 	c.reserved = int64(n)
 	if int(n) <= len(c.in) {
@@ -307,9 +321,27 @@ func isFlexible(key, version int16) bool {
 	return r.IsFlexible()
 }
 
-// handle parses and serves one request. A returned error closes the
-// connection (Kafka closes it for requests it cannot parse or serve).
+// handle serves one request and, with metrics on, records its
+// RequestMetrics: count by API and version, and the time split.
 func (c *conn) handle(frame []byte) error {
+	m := c.s.met
+	if m == nil {
+		return c.serveRequest(frame)
+	}
+	c.mkey, c.remote, c.send = -1, 0, 0
+	began := time.Now()
+	err := c.serveRequest(frame)
+	if c.mkey >= 0 {
+		local := time.Since(began) - c.remote - c.send
+		m.Request(c.mkey, c.mver, &metrics.Span{RequestQueue: c.queued, Local: local, Remote: c.remote, Send: c.send})
+	}
+	c.queued = 0
+	return err
+}
+
+// serveRequest parses and serves one request. A returned error closes the
+// connection (Kafka closes it for requests it cannot parse or serve).
+func (c *conn) serveRequest(frame []byte) error {
 	if c.auth.raw {
 		return c.handleRawSASL(frame) // after SaslHandshake v0: bare tokens
 	}
@@ -337,6 +369,7 @@ func (c *conn) handle(frame []byte) error {
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
 	}
+	c.mkey, c.mver = h.key, h.version
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("request", "api", kmsg.NameForKey(h.key), "version", h.version, "correlation_id", h.corr, "client", h.clientID)
 	}
@@ -372,6 +405,9 @@ func (c *conn) handle(frame []byte) error {
 			return nil
 		}
 	case *kmsg.FetchRequest:
+		if r.ReplicaID >= 0 {
+			c.mkey = metrics.FetchFollowerKey
+		}
 		if c.s.cl != nil {
 			return c.s.handleFetchCluster(c, &h, r)
 		}
@@ -481,6 +517,10 @@ func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.wbuf = b
+	if c.s != nil && c.s.met != nil {
+		began := time.Now()
+		defer func() { c.send += time.Since(began) }()
+	}
 	if err := c.writeAll(b); err != nil {
 		return fmt.Errorf("write response: %w", err)
 	}

@@ -323,6 +323,23 @@
 // Each completed rebalance is logged with the time from the last JoinGroup
 // received to the last SyncGroup answered (Server.RebalanceStats).
 //
+// # Metrics and status page
+//
+// With strata.metrics.listener set (default 127.0.0.1:9644; empty: off) the
+// broker serves GET /metrics (Prometheus' text format, package
+// internal/metrics: Kafka's JMX names as the JMX exporter's Kafka rules make
+// them) and GET / (the status page, metrics_status.go) on an HTTP listener
+// of its own; a port that will not bind is logged and the broker serves
+// Kafka without it. Each request is counted by API and version and timed
+// (conn.handle): request queue is the wait for queued.max.request.bytes,
+// remote the time parked in a purgatory (acks=all, fetch long poll), send
+// the response's write, local the rest; response queue is zero (the
+// handler writes its own response). Produce and fetch count records and
+// bytes per topic; topics the broker does not know get no series. The
+// partition, controller, log and consumer-lag gauges are read at scrape
+// time from the broker's state (metrics_state.go). Metrics off, the hot
+// paths take no clock reading for them.
+//
 // # Cluster mode
 //
 // With zookeeper.connect (cluster_*.go, api_leader_and_isr.go,

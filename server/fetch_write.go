@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -128,6 +129,11 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 	}
 	binary.BigEndian.PutUint32(b, uint32(size))
 	c.wbuf = b
+	if c.s != nil && c.s.met != nil {
+		c.s.noteFetch(req, topics)
+		began := time.Now()
+		defer func() { c.send += time.Since(began) }()
+	}
 
 	if len(cuts) == 0 {
 		if err := c.writeAll(b); err != nil {

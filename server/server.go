@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stratalog/strata/internal/metrics"
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/producer"
 )
@@ -71,6 +73,12 @@ type Server struct {
 
 	decompression   *memBudget
 	maxDecompressed atomic.Int64
+
+	// met is the broker's metrics (metrics.go), nil when
+	// strata.metrics.listener is empty; metricsLn and metricsSrv serve it.
+	met        *metrics.Registry
+	metricsLn  net.Listener
+	metricsSrv *http.Server
 }
 
 // Start loads the log dirs (meta.properties, topic table, partition logs),
@@ -110,6 +118,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		decompression:   newMemBudget(DecompressionBudget),
 		onLogDirOffline: o.OnLogDirOffline,
 	}
+	s.startMetrics()
 	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger, o.FS)
 	cm, err := newCleaner(cfg, s.topics)
 	if err != nil {
@@ -157,6 +166,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		s.groups.startLoading()
 	}
 	cm.Start()
+	s.serveMetrics()
 	s.bgWG.Add(1)
 	go s.groups.expiryLoop()
 	s.bgWG.Add(1)
@@ -174,6 +184,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 
 // abortStart undoes a start that failed after the logs were opened.
 func (s *Server) abortStart() {
+	s.met.Close()
 	for _, o := range s.listeners {
 		o.Close()
 	}
@@ -359,6 +370,7 @@ func (s *Server) Close() error {
 		<-finished
 	}
 	s.groups.close()
+	s.stopMetrics()
 	s.bgWG.Wait()
 	var clusterErr error
 	if s.cl != nil {
