@@ -62,11 +62,15 @@ func TestValueBadInput(t *testing.T) {
 	good := EncodeValue(&Metadata{ProducerID: 1, ProducerEpoch: 0, TimeoutMs: 1000, State: Ongoing,
 		Partitions: []Partition{{"t", 0}}})
 	bad := map[string][]byte{
-		"truncated":  good[:len(good)-3],
-		"empty":      {},
-		"version 9":  append([]byte{0, 9}, good[2:]...),
-		"state 12":   func() []byte { b := bytes.Clone(good); b[16] = 12; return b }(),
-		"pid -5":     func() []byte { b := bytes.Clone(good); copy(b[2:10], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfb}); return b }(),
+		"truncated": good[:len(good)-3],
+		"empty":     {},
+		"version 9": append([]byte{0, 9}, good[2:]...),
+		"state 12":  func() []byte { b := bytes.Clone(good); b[16] = 12; return b }(),
+		"pid -5": func() []byte {
+			b := bytes.Clone(good)
+			copy(b[2:10], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfb})
+			return b
+		}(),
 		"timeout 0":  func() []byte { b := bytes.Clone(good); copy(b[12:16], []byte{0, 0, 0, 0}); return b }(),
 		"Empty+part": func() []byte { b := bytes.Clone(good); b[16] = byte(Empty); return b }(),
 	}
