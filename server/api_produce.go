@@ -70,8 +70,6 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		return kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d", req.Acks)
 	case p == nil:
 		return kerr.UnknownTopicOrPartition.Code, ""
-	case req.TransactionID != nil:
-		return kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
 	case len(recs) == 0:
 		return kerr.InvalidRecord.Code, "no record batch"
 	}
@@ -141,8 +139,8 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	if b.Codec() == record.CodecZstd && version < 7 {
 		return kerr.UnsupportedCompressionType.Code, "zstd needs Produce v7+"
 	}
-	if b.IsTransactional() {
-		return kerr.InvalidRecord.Code, "transactional batches are not supported"
+	if b.IsControl() {
+		return kerr.InvalidRecord.Code, "control batches are written by the transaction coordinator, not by clients"
 	}
 	// The header-only checks run whatever strata.produce.validation says:
 	// a count that disagrees with lastOffsetDelta would let one small batch

@@ -422,6 +422,23 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeClusterRequest:
 		resp = c.s.handleDescribeCluster(c, r)
+	// Transactions (api_txn.go).
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.handleInitProducerID(r)
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp = c.s.handleAddPartitionsToTxn(r)
+	case *kmsg.AddOffsetsToTxnRequest:
+		resp = c.s.handleAddOffsetsToTxn(r)
+	case *kmsg.EndTxnRequest:
+		resp = c.s.handleEndTxn(r)
+	case *kmsg.WriteTxnMarkersRequest:
+		resp = c.s.handleWriteTxnMarkers(r)
+	case *kmsg.TxnOffsetCommitRequest:
+		resp = c.s.handleTxnOffsetCommit(r)
+	case *kmsg.DescribeTransactionsRequest:
+		resp = c.s.handleDescribeTransactions(r)
+	case *kmsg.ListTransactionsRequest:
+		resp = c.s.handleListTransactions(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/producer"
 )
 
 // Options are the Go-level knobs that are not Kafka properties.
@@ -37,6 +38,8 @@ type Server struct {
 	log    *slog.Logger
 	topics *topicStore
 	groups *coordinator // the group coordinator
+	txns   *txnCoord    // the transaction coordinator (txn_coord.go)
+	pids   producer.IDAllocator
 
 	listeners     []net.Listener
 	advertised    Listener       // what Metadata tells clients to dial
@@ -136,6 +139,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		}
 	}
 	s.groups = newCoordinator(s)
+	s.startTxns(o.FS)
 	if s.cl != nil {
 		s.groups.clusterGroups(s.cl.offsetsPartitionCount())
 	} else {
@@ -341,6 +345,9 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		<-finished
+	}
+	if s.txns != nil {
+		s.txns.close()
 	}
 	s.groups.close()
 	s.bgWG.Wait()

@@ -32,6 +32,15 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeGroups), 0, 5},
 	{int16(kmsg.DeleteGroups), 0, 2},
 	{int16(kmsg.OffsetDelete), 0, 0},
+	// Transactions (api_txn.go); AddPartitionsToTxn v4+ is the brokers'.
+	{int16(kmsg.InitProducerID), 0, 4},
+	{int16(kmsg.AddPartitionsToTxn), 0, 3},
+	{int16(kmsg.AddOffsetsToTxn), 0, 3},
+	{int16(kmsg.EndTxn), 0, 3},
+	{int16(kmsg.WriteTxnMarkers), 0, 1},
+	{int16(kmsg.TxnOffsetCommit), 0, 3},
+	{int16(kmsg.DescribeTransactions), 0, 0},
+	{int16(kmsg.ListTransactions), 0, 0},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:

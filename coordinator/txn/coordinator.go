@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 
@@ -80,6 +81,8 @@ type Coordinator struct {
 	markers MarkerWriter
 	ids     IDAllocator
 
+	numParts atomic.Int32
+
 	mu     sync.Mutex
 	parts  map[int32]*partState
 	closed bool
@@ -124,6 +127,7 @@ func New(cfg Config, store Store, markers MarkerWriter, ids IDAllocator) *Coordi
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &Coordinator{cfg: cfg, store: store, markers: markers, ids: ids, parts: map[int32]*partState{}}
+	c.numParts.Store(cfg.NumPartitions)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -153,7 +157,16 @@ func PartitionFor(id string, n int32) int32 {
 }
 
 // PartitionFor returns the __transaction_state partition of id.
-func (c *Coordinator) PartitionFor(id string) int32 { return PartitionFor(id, c.cfg.NumPartitions) }
+func (c *Coordinator) PartitionFor(id string) int32 { return PartitionFor(id, c.numParts.Load()) }
+
+// SetNumPartitions sets the partition count of __transaction_state: the
+// topic's as it exists wins over transaction.state.log.num.partitions, as
+// in Kafka.
+func (c *Coordinator) SetNumPartitions(n int32) {
+	if n > 0 {
+		c.numParts.Store(n)
+	}
+}
 
 // now is the clock in milliseconds.
 func (c *Coordinator) now() int64 { return c.cfg.Now().UnixMilli() }
