@@ -291,3 +291,83 @@ func TestClientControlBatchRefused(t *testing.T) {
 		t.Fatalf("markers written: %+v", ms)
 	}
 }
+
+// TestTxnGroupSession: franz-go's GroupTransactSession consumes "in",
+// produces to "out" and commits its offsets in the transaction
+// (AddOffsetsToTxn, TxnOffsetCommit): the group's committed offset reaches
+// the end of "in" once the COMMIT markers are written, and "out" holds
+// every input record once, with COMMIT markers only.
+func TestTxnGroupSession(t *testing.T) {
+	s := startServer(t, t.TempDir(), "group.initial.rebalance.delay.ms=0")
+	createTopic(t, s, "in", 1)
+	createTopic(t, s, "out", 1)
+	ctx := testCtx(t)
+	prod := newClient(t, s, kgo.DefaultProduceTopic("in"))
+	const n = 20
+	for i := 0; i < n; i++ {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(s.Addr().String()), kgo.TransactionalID("eos-1"),
+		kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics("in"), kgo.DefaultProduceTopic("out"),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	fetchOffset := func() int64 {
+		req := kmsg.NewOffsetFetchRequest()
+		req.Group = "eos-group"
+		resp, err := req.RequestWith(ctx, prod)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("OffsetFetch: %v %+v", err, resp)
+		}
+		for _, tt := range resp.Topics {
+			for _, p := range tt.Partitions {
+				if tt.Topic == "in" && p.Partition == 0 {
+					return p.Offset
+				}
+			}
+		}
+		return -1
+	}
+	got := 0
+	for got < n {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", got, n)
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Value: r.Value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+			got++
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil || !committed {
+			t.Fatalf("End: %v committed=%v", err, committed)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fetchOffset() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offset %d, want %d", fetchOffset(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ms, recs := logBatches(t, s, "out", 0)
+	if recs != n || len(ms) == 0 {
+		t.Fatalf("out: %d transactional records, markers %+v", recs, ms)
+	}
+	for _, m := range ms {
+		if !m.commit {
+			t.Fatalf("an abort marker in out: %+v", ms)
+		}
+	}
+}
