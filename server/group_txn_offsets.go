@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segment"
@@ -54,22 +55,7 @@ func (co *coordinator) storeTxnOffsets(g *group, pid int64, epoch int16, offs ma
 		co.log.Error("appending transactional offsets", "group", g.id, "error", err)
 		return kerr.KafkaStorageError.Code
 	}
-	co.txn.mu.Lock()
-	defer co.txn.mu.Unlock()
-	if co.txn.pending == nil {
-		co.txn.pending = map[int64]map[string]map[topicPartition]offsetEntry{}
-	}
-	byGroup := co.txn.pending[pid]
-	if byGroup == nil {
-		byGroup = map[string]map[topicPartition]offsetEntry{}
-		co.txn.pending[pid] = byGroup
-	}
-	if byGroup[g.id] == nil {
-		byGroup[g.id] = map[topicPartition]offsetEntry{}
-	}
-	for tp, e := range offs {
-		byGroup[g.id][tp] = e
-	}
+	co.txn.add(pid, g.id, offs)
 	return 0
 }
 
@@ -101,5 +87,47 @@ func (co *coordinator) endTxnOffsets(pid int64, commit bool, partition int32) {
 			g.offsets[tp] = e
 		}
 		g.mu.Unlock()
+	}
+}
+
+// restorePendingTxn holds the transactional offset commits found without
+// a marker at load (key/value records per producer id) until it comes.
+func (co *coordinator) restorePendingTxn(pending map[int64][][2][]byte) {
+	for pid, recs := range pending {
+		for _, kv := range recs {
+			var k kmsg.OffsetCommitKey
+			if err := k.ReadFrom(kv[0]); err != nil || k.Version > 1 || kv[1] == nil {
+				continue
+			}
+			var v kmsg.OffsetCommitValue
+			if err := v.ReadFrom(kv[1]); err != nil {
+				continue
+			}
+			e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTs: v.CommitTimestamp, expireTs: -1}
+			if v.Version >= 3 {
+				e.leaderEpoch = v.LeaderEpoch
+			}
+			co.txn.add(pid, k.Group, map[topicPartition]offsetEntry{{k.Topic, k.Partition}: e})
+		}
+	}
+}
+
+// add holds offs of group for producer pid.
+func (t *txnOffsets) add(pid int64, group string, offs map[topicPartition]offsetEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		t.pending = map[int64]map[string]map[topicPartition]offsetEntry{}
+	}
+	byGroup := t.pending[pid]
+	if byGroup == nil {
+		byGroup = map[string]map[topicPartition]offsetEntry{}
+		t.pending[pid] = byGroup
+	}
+	if byGroup[group] == nil {
+		byGroup[group] = map[topicPartition]offsetEntry{}
+	}
+	for tp, e := range offs {
+		byGroup[group][tp] = e
 	}
 }
