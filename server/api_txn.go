@@ -40,10 +40,6 @@ func (s *Server) handleInitProducerID(r *kmsg.InitProducerIDRequest) kmsg.Respon
 		resp.ProducerID, resp.ProducerEpoch = pid, 0
 		return resp
 	}
-	if s.cl != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code // cluster mode: not yet
-		return resp
-	}
 	if err := s.txns.ensureTopic(); err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
@@ -112,14 +108,8 @@ func (s *Server) handleAddPartitionsToTxn(r *kmsg.AddPartitionsToTxnRequest) kms
 	return resp
 }
 
-// txnCall runs a coordinator call, or answers NOT_COORDINATOR in cluster
-// mode (not served there yet).
-func (s *Server) txnCall(f func() error) error {
-	if s.cl != nil {
-		return kerr.NotCoordinator
-	}
-	return f()
-}
+// txnCall runs a coordinator call.
+func (s *Server) txnCall(f func() error) error { return f() }
 
 // handleAddOffsetsToTxn answers AddOffsetsToTxn v0-3: the group's
 // __consumer_offsets partition joins the transaction.
@@ -130,7 +120,11 @@ func (s *Server) handleAddOffsetsToTxn(r *kmsg.AddOffsetsToTxnRequest) kmsg.Resp
 		return resp
 	}
 	err := s.txnCall(func() error {
-		if _, err := s.groups.ensureTopic(); err != nil {
+		if s.cl != nil {
+			if err := s.cl.ensureOffsetsTopic(); err != nil {
+				return kerr.CoordinatorNotAvailable
+			}
+		} else if _, err := s.groups.ensureTopic(); err != nil {
 			return kerr.CoordinatorNotAvailable
 		}
 		p := offsetsPartition(r.Group, int32(len(s.groups.loading)))
@@ -160,9 +154,6 @@ func (s *Server) handleTxnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) kmsg.Resp
 	code := s.groups.groupCheck(r.Group)
 	offs := map[topicPartition]offsetEntry{}
 	perPart := map[topicPartition]int16{}
-	if code == 0 && s.cl != nil {
-		code = kerr.NotCoordinator.Code
-	}
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
 			tp := topicPartition{t.Topic, p.Partition}
@@ -242,11 +233,7 @@ func (s *Server) handleWriteTxnMarkers(r *kmsg.WriteTxnMarkersRequest) kmsg.Resp
 			for _, p := range t.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
-				if s.cl != nil {
-					rp.ErrorCode = kerr.NotLeaderForPartition.Code // cluster mode: not yet
-				} else {
-					rp.ErrorCode = s.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, t.Topic, p)
-				}
+				rp.ErrorCode = s.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, t.Topic, p)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)
@@ -295,9 +282,6 @@ func (s *Server) handleListTransactions(r *kmsg.ListTransactionsRequest) kmsg.Re
 		}
 	}
 	if len(r.StateFilters) > 0 && len(states) == 0 {
-		return resp
-	}
-	if s.cl != nil {
 		return resp
 	}
 	for _, m := range s.txns.c.List(states, r.ProducerIDFilters) {

@@ -96,10 +96,7 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 		return nil, none, kerr.NotLeaderForPartition.Code, ""
 	}
 	recs := rp.Records
-	switch {
-	case req.TransactionID != nil:
-		return nil, none, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
-	case len(recs) == 0:
+	if len(recs) == 0 {
 		return nil, none, kerr.InvalidRecord.Code, "no record batch"
 	}
 	t := cl.topicConfig(topicName)

@@ -42,7 +42,11 @@ func (co *coordinator) storeTxnOffsets(g *group, pid int64, epoch int16, offs ma
 		return kerr.UnknownServerError.Code
 	}
 	if co.s.cl != nil {
-		return kerr.CoordinatorNotAvailable.Code // cluster mode: not yet
+		if code := co.s.cl.appendOffsets(g.id, buf); code != 0 {
+			return code
+		}
+		co.txn.add(pid, g.id, offs)
+		return 0
 	}
 	p, err := co.offsetsPart(g.id)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/stratalog/strata/cluster"
 	"github.com/stratalog/strata/coordinator/txn"
 	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/producer"
@@ -46,6 +47,19 @@ func newTxnCoord(s *Server, ids producer.IDAllocator) *txnCoord {
 		Log:            s.log.With("coordinator", "transaction"),
 	}, txnStore{tc}, txnMarkers{s}, ids)
 	return tc
+}
+
+// topicConfigs are the topic overrides Kafka gives __transaction_state.
+func (tc *txnCoord) topicConfigs() map[string]string {
+	c := map[string]string{
+		"cleanup.policy":   "compact",
+		"segment.bytes":    strconv.FormatInt(tc.s.cfg.TxnStateSegmentBytes, 10),
+		"compression.type": "uncompressed",
+	}
+	if tc.s.cl != nil {
+		c["min.insync.replicas"] = strconv.Itoa(int(tc.s.cfg.TxnStateMinISR))
+	}
+	return c
 }
 
 // startLoading loads an existing __transaction_state (single node).
@@ -95,6 +109,9 @@ func readerOf(p *partition) func(func(k, v []byte) bool) error {
 // ensureTopic creates __transaction_state unless it exists; the new
 // partitions are owned (empty) at once.
 func (tc *txnCoord) ensureTopic() error {
+	if tc.s.cl != nil {
+		return nil // cluster mode: FindCoordinator creates it (ensureTxnTopic)
+	}
 	tc.topicMu.Lock()
 	defer tc.topicMu.Unlock()
 	if tc.created {
@@ -102,11 +119,7 @@ func (tc *txnCoord) ensureTopic() error {
 	}
 	if tc.s.topics.get(TxnStateTopic) == nil {
 		n := tc.s.cfg.TxnStateNumPartitions
-		_, err := tc.s.topics.create(TxnStateTopic, n, map[string]string{
-			"cleanup.policy":   "compact",
-			"segment.bytes":    strconv.FormatInt(tc.s.cfg.TxnStateSegmentBytes, 10),
-			"compression.type": "uncompressed",
-		}, false)
+		_, err := tc.s.topics.create(TxnStateTopic, n, tc.topicConfigs(), false)
 		if err != nil && !errors.Is(err, errTopicExists) {
 			tc.s.log.Error("creating the transaction state topic", "error", err)
 			return err
@@ -154,8 +167,16 @@ func (tc *txnCoord) expiryLoop() {
 // partition of __transaction_state.
 type txnStore struct{ tc *txnCoord }
 
-func (st txnStore) Append(_ context.Context, p, _ int32, key, value []byte) error {
+func (st txnStore) Append(_ context.Context, p, epoch int32, key, value []byte) error {
 	s := st.tc.s
+	if s.cl != nil {
+		opts := record.DefaultBatchOptions()
+		buf, err := record.AppendBatch(nil, opts, []record.Record{{Timestamp: time.Now().UnixMilli(), Key: key, Value: value}})
+		if err != nil {
+			return err
+		}
+		return s.cl.appendTxnState(p, epoch, buf)
+	}
 	part := s.topics.partition(TxnStateTopic, p)
 	if part == nil {
 		return fmt.Errorf("%w: %s partition %d", txn.ErrNotOwned, TxnStateTopic, p)
@@ -175,11 +196,23 @@ func (st txnStore) Append(_ context.Context, p, _ int32, key, value []byte) erro
 	return nil
 }
 
+// txnMarkersHook, when set (tests), runs before a coordinator sends
+// markers; an error fails that attempt.
+var txnMarkersHook func(ctx context.Context, s *Server) error
+
 // txnMarkers is the coordinator's MarkerWriter on a single node: every
 // partition is local.
 type txnMarkers struct{ s *Server }
 
-func (w txnMarkers) WriteMarkers(_ context.Context, m txn.Markers) error {
+func (w txnMarkers) WriteMarkers(ctx context.Context, m txn.Markers) error {
+	if hook := txnMarkersHook; hook != nil {
+		if err := hook(ctx, w.s); err != nil {
+			return err
+		}
+	}
+	if w.s.cl != nil {
+		return w.s.cl.writeMarkers(ctx, m)
+	}
 	for _, tp := range m.Partitions {
 		if code := w.s.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, tp.Topic, tp.Partition); code != 0 {
 			return fmt.Errorf("marker to %s-%d: %w", tp.Topic, tp.Partition, kerr.ErrorForCode(code))
@@ -194,6 +227,19 @@ func (w txnMarkers) WriteMarkers(_ context.Context, m txn.Markers) error {
 // and, for __consumer_offsets, makes the transaction's offset commits
 // visible or drops them. A partition that no longer exists is done.
 func (s *Server) writeTxnMarker(pid int64, epoch int16, commit bool, coordEpoch int32, topic string, partition int32) int16 {
+	if s.cl != nil {
+		opts := record.DefaultBatchOptions()
+		opts.ProducerID, opts.ProducerEpoch = pid, epoch
+		buf, err := record.AppendEndTxnBatch(nil, opts, commit, coordEpoch, time.Now().UnixMilli())
+		if err != nil {
+			return kerr.UnknownServerError.Code
+		}
+		code := s.cl.appendMarker(buf, topic, partition)
+		if code == 0 && topic == OffsetsTopic && s.groups != nil {
+			s.groups.endTxnOffsets(pid, commit, partition)
+		}
+		return code
+	}
 	p := s.topics.partition(topic, partition)
 	if p == nil {
 		if s.topics.get(topic) == nil {
@@ -224,12 +270,16 @@ func (s *Server) writeTxnMarker(pid int64, epoch int16, commit bool, coordEpoch 
 // startTxns makes the producer id allocator and the transaction
 // coordinator (single node: loads __transaction_state if it exists).
 func (s *Server) startTxns(fsys vfs.FS) {
-	if s.pids == nil {
+	if s.pids == nil && s.cl != nil {
+		s.pids = producer.NewBlocks(cluster.ProducerIDBlocks{ZK: s.cl.zk, Broker: s.cl.id})
+	} else if s.pids == nil {
 		s.pids = producer.NewBlocks(producer.NewFileBlocks(fsys, s.cfg.LogDirs[0], s.NodeID()))
 	}
 	s.txns = newTxnCoord(s, s.pids)
 	if s.cl == nil {
 		s.txns.startLoading()
+	} else {
+		s.txns.c.SetNumPartitions(s.cl.txnPartitionCount())
 	}
 	s.bgWG.Add(1)
 	go s.txns.expiryLoop()
@@ -245,8 +295,6 @@ func (tc *txnCoord) findCoordinator(key string) (int16, string) {
 	switch {
 	case key == "":
 		return kerr.InvalidRequest.Code, "empty transactional id"
-	case tc.s.cl != nil:
-		return kerr.CoordinatorNotAvailable.Code, "transactions are not served in cluster mode yet"
 	}
 	if err := tc.ensureTopic(); err != nil {
 		return kerr.CoordinatorNotAvailable.Code, "the transaction state topic cannot be created"

@@ -319,3 +319,6 @@ func (c *Coordinator) Owned() map[int32]int32 {
 	}
 	return out
 }
+
+// NumPartitions is the partition count of __transaction_state in use.
+func (c *Coordinator) NumPartitions() int32 { return c.numParts.Load() }
