@@ -26,3 +26,8 @@ var (
 	// producer's transaction state forbids (INVALID_TXN_STATE).
 	ErrInvalidTxnState = errors.New("producer: invalid transaction state")
 )
+
+// ErrCoordinatorFenced: a marker from a transaction coordinator older than
+// the one that wrote the producer's last marker
+// (TRANSACTION_COORDINATOR_FENCED).
+var ErrCoordinatorFenced = errors.New("producer: transaction coordinator fenced")
