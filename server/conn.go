@@ -439,6 +439,8 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleDescribeTransactions(r)
 	case *kmsg.ListTransactionsRequest:
 		resp = c.s.handleListTransactions(r)
+	case *kmsg.DescribeProducersRequest:
+		resp = c.s.handleDescribeProducers(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

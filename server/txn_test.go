@@ -371,3 +371,50 @@ func TestTxnGroupSession(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeProducers: the partition lists the transactional producer
+// with its epoch, last sequence and the start of its open transaction,
+// and no open transaction once it committed.
+func TestDescribeProducers(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	createTopic(t, s, "out", 1)
+	ctx := testCtx(t)
+	cl := txnClient(t, s, "tx-dp")
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	describe := func() kmsg.DescribeProducersResponseTopicPartition {
+		req := kmsg.NewDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = "out", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	p := describe()
+	if p.ErrorCode != 0 || len(p.ActiveProducers) != 1 {
+		t.Fatalf("described %+v", p)
+	}
+	ap := p.ActiveProducers[0]
+	if ap.LastSequence != 2 || ap.CurrentTxnStartOffset != 0 || ap.ProducerEpoch != 0 {
+		t.Fatalf("producer %+v, want last sequence 2, transaction open from offset 0", ap)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for describe().ActiveProducers[0].CurrentTxnStartOffset != -1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction still open after the commit: %+v", describe())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

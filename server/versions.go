@@ -41,6 +41,7 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.TxnOffsetCommit), 0, 3},
 	{int16(kmsg.DescribeTransactions), 0, 0},
 	{int16(kmsg.ListTransactions), 0, 0},
+	{int16(kmsg.DescribeProducers), 0, 0},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:
