@@ -80,6 +80,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	if code != 0 {
 		return code, msg
 	}
+	if code, msg := s.verifyTxnProduce(req.TransactionID, p.topic, p.index, recs); code != 0 {
+		return code, msg
+	}
 	if recs, code, msg = s.applyTopicCodec(c, t, recs); code != 0 {
 		return code, msg
 	}

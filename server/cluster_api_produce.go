@@ -107,6 +107,9 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 	if code != 0 {
 		return nil, none, code, msg
 	}
+	if code, msg := cl.s.verifyTxnProduce(req.TransactionID, topicName, rp.Partition, recs); code != 0 {
+		return nil, none, code, msg
+	}
 	if recs, code, msg = cl.s.applyTopicCodec(c, t, recs); code != 0 {
 		return nil, none, code, msg
 	}

@@ -20,7 +20,7 @@ func clusterMarkers(t *testing.T, b *Server, topic string, p int32) []marker {
 	}
 	var ms []marker
 	part := &partition{topic: topic, index: p, log: rp.Log()}
-	err := readLogTxn(part, func(int64, []byte, []byte) error { return nil }, func(pid int64, commit bool) error {
+	err := readLogTxn(part, func(int64, int64, []byte, []byte) error { return nil }, func(pid int64, commit bool) error {
 		ms = append(ms, marker{pid: pid, commit: commit})
 		return nil
 	})

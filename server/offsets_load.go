@@ -124,7 +124,7 @@ func (co *coordinator) loadPartition(p *partition) (int, error) {
 	// (Kafka's pendingTransactionalOffsetCommits): COMMIT applies them,
 	// ABORT drops them; those still open at the end stay pending.
 	pending := map[int64][][2][]byte{}
-	onRecord := func(pid int64, key, value []byte) error {
+	onRecord := func(pid, _ int64, key, value []byte) error {
 		if pid < 0 {
 			return apply(key, value)
 		}
@@ -206,13 +206,13 @@ func (co *coordinator) restoreGroup(id string, st *loadState) *group {
 // readLog calls fn for every record of p's log, in offset order (control
 // batches skipped).
 func readLog(p *partition, fn func(key, value []byte) error) error {
-	return readLogTxn(p, func(_ int64, key, value []byte) error { return fn(key, value) }, nil)
+	return readLogTxn(p, func(_, _ int64, key, value []byte) error { return fn(key, value) }, nil)
 }
 
 // readLogTxn calls fn for every record of p's log, in offset order, with
-// the producer id of a transactional batch (-1 for the others), and marker
+// its offset and the producer id of a transactional batch (-1 for the others), and marker
 // (when set) for every COMMIT or ABORT control record.
-func readLogTxn(p *partition, fn func(txnPID int64, key, value []byte) error, marker func(pid int64, commit bool) error) error {
+func readLogTxn(p *partition, fn func(txnPID, offset int64, key, value []byte) error, marker func(pid int64, commit bool) error) error {
 	off, end := p.log.LogStartOffset(), p.log.LogEndOffset()
 	var buf []byte
 	var rr record.RecordReader
@@ -262,7 +262,7 @@ func readLogTxn(p *partition, fn func(txnPID int64, key, value []byte) error, ma
 					}
 					continue
 				}
-				if err := fn(pid, rec.Key, rec.Value); err != nil {
+				if err := fn(pid, rec.Offset, rec.Key, rec.Value); err != nil {
 					return fmt.Errorf("offset %d: %w", rec.Offset, err)
 				}
 			}

@@ -304,3 +304,34 @@ func (tc *txnCoord) findCoordinator(key string) (int16, string) {
 	}
 	return 0, ""
 }
+
+// verifyTxnProduce checks a transactional batch with its coordinator
+// before it is appended, as KIP-890 (Kafka 3.6+) does: its producer id and
+// epoch must be the transactional id's current ones and the partition part
+// of its ongoing transaction. A producer fenced by a newer one
+// (INVALID_PRODUCER_EPOCH) or writing outside a transaction
+// (INVALID_TXN_STATE) could otherwise leave records no marker ever ends.
+// Checked when the id's coordinator is this broker (always on a single
+// node); in a cluster a batch whose coordinator is elsewhere is not
+// verified (Kafka asks it with AddPartitionsToTxn v4; not done here).
+func (s *Server) verifyTxnProduce(txnID *string, topic string, partition int32, recs []byte) (int16, string) {
+	b := record.Batch(recs)
+	if !b.IsTransactional() {
+		return 0, ""
+	}
+	if txnID == nil || *txnID == "" {
+		return kerr.InvalidRecord.Code, "a transactional batch without a transactional id"
+	}
+	if s.txns == nil || s.txns.c.Owns(*txnID) != nil {
+		return 0, ""
+	}
+	err := s.txns.c.VerifyPartition(*txnID, b.ProducerID(), b.ProducerEpoch(), txn.Partition{Topic: topic, Partition: partition})
+	switch code := codeOf(err); code {
+	case 0:
+		return 0, ""
+	case kerr.ProducerFenced.Code, kerr.InvalidProducerIDMapping.Code:
+		return kerr.InvalidProducerEpoch.Code, "the producer was fenced by a newer one with the same transactional id"
+	default:
+		return code, "the partition is not in an ongoing transaction of this producer"
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,17 +23,22 @@ import (
 func readCommitted(t *testing.T, s *Server, topic string, partition int32) (committed []string, open int) {
 	t.Helper()
 	p := s.topics.partition(topic, partition)
-	pending := map[int64][]string{}
-	err := readLogTxn(p, func(pid int64, _, value []byte) error {
+	type rec struct {
+		offset int64
+		value  string
+	}
+	var out []rec
+	pending := map[int64][]rec{}
+	err := readLogTxn(p, func(pid, offset int64, _, value []byte) error {
 		if pid < 0 {
-			committed = append(committed, string(value))
+			out = append(out, rec{offset, string(value)})
 		} else {
-			pending[pid] = append(pending[pid], string(value))
+			pending[pid] = append(pending[pid], rec{offset, string(value)})
 		}
 		return nil
 	}, func(pid int64, commit bool) error {
 		if commit {
-			committed = append(committed, pending[pid]...)
+			out = append(out, pending[pid]...)
 		}
 		delete(pending, pid)
 		return nil
@@ -42,6 +48,10 @@ func readCommitted(t *testing.T, s *Server, topic string, partition int32) (comm
 	}
 	for _, v := range pending {
 		open += len(v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].offset < out[j].offset })
+	for _, r := range out {
+		committed = append(committed, r.value)
 	}
 	return committed, open
 }
