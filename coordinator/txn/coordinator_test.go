@@ -346,3 +346,46 @@ func TestNotOwned(t *testing.T) {
 		t.Fatalf("after resigning: %v, want NOT_COORDINATOR", err)
 	}
 }
+
+// TestExpireIDs: an id idle past transactional.id.expiration.ms is
+// removed with a tombstone, which a reload honours; an id with a
+// transaction open is kept.
+func TestExpireIDs(t *testing.T) {
+	r := newRig(t)
+	idle, _ := r.c.InitProducerID(ctx, "idle", 60000, none())
+	busy, _ := r.c.InitProducerID(ctx, "busy", 60000, none())
+	_ = idle
+	if err := r.c.AddPartitions(ctx, "busy", busy.ProducerID, busy.Epoch, []Partition{{"out", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.add(time.Duration(DefaultIDExpirationMs) * time.Millisecond)
+	if n := r.c.ExpireIDs(ctx); n != 1 {
+		t.Fatalf("expired %d ids, want 1", n)
+	}
+	if _, err := r.c.Describe("idle"); !errors.Is(err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("idle id after expiry: %v", err)
+	}
+	c2 := r.start(t)
+	if _, err := c2.Describe("idle"); !errors.Is(err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("idle id after reload: %v, want the tombstone honoured", err)
+	}
+	if m := settle(t, c2, "busy"); m.State != Ongoing {
+		t.Fatalf("busy id after reload: %s", m.State)
+	}
+}
+
+// TestLoadSkipsBadRecords: a record that does not decode is skipped and
+// the id keeps its last good state.
+func TestLoadSkipsBadRecords(t *testing.T) {
+	r := newRig(t)
+	pe, _ := r.c.InitProducerID(ctx, "t1", 60000, none())
+	p := r.c.PartitionFor("t1")
+	r.store.mu.Lock()
+	r.store.recs[p] = append(r.store.recs[p], [2][]byte{EncodeKey("t1"), {0, 0, 1}}, [2][]byte{{0xff}, {0}})
+	r.store.mu.Unlock()
+	c2 := r.start(t)
+	m := settle(t, c2, "t1")
+	if m.ProducerID != pe.ProducerID || m.ProducerEpoch != pe.Epoch || m.State != Empty {
+		t.Fatalf("after a bad record: %+v", m)
+	}
+}
