@@ -32,8 +32,9 @@ type txnCoord struct {
 	s       *Server
 	c       *txn.Coordinator
 	topicMu sync.Mutex
-	// created is set once the topic exists and every partition is loaded.
-	created bool
+	// created is set once the topic exists and every partition is loaded
+	// (or being loaded at start), creating while it is created.
+	created, creating bool
 }
 
 // newTxnCoord makes the coordinator; single node: loads an existing
@@ -73,6 +74,9 @@ func (tc *txnCoord) startLoading() {
 	tc.topicMu.Lock()
 	tc.created = true
 	tc.topicMu.Unlock()
+	for _, p := range parts {
+		tc.c.MarkLoading(p.index, 0)
+	}
 	tc.s.bgWG.Add(1)
 	go func() {
 		defer tc.s.bgWG.Done()
@@ -117,6 +121,30 @@ func (tc *txnCoord) ensureTopic() error {
 	if tc.created {
 		return nil
 	}
+	if !tc.creating {
+		tc.creating = true
+		tc.s.bgWG.Add(1)
+		go func() {
+			defer tc.s.bgWG.Done()
+			err := tc.create()
+			tc.topicMu.Lock()
+			defer tc.topicMu.Unlock()
+			tc.creating = false
+			if err == nil {
+				tc.created = true
+			}
+		}()
+	}
+	return errTxnTopicCreating
+}
+
+// errTxnTopicCreating: __transaction_state is being created (answered
+// COORDINATOR_NOT_AVAILABLE, as Kafka does while it creates the topic).
+var errTxnTopicCreating = errors.New("server: the transaction state topic is being created")
+
+// create creates __transaction_state unless it exists and loads its
+// (empty) partitions.
+func (tc *txnCoord) create() error {
 	if tc.s.topics.get(TxnStateTopic) == nil {
 		n := tc.s.cfg.TxnStateNumPartitions
 		_, err := tc.s.topics.create(TxnStateTopic, n, tc.topicConfigs(), false)
@@ -137,7 +165,6 @@ func (tc *txnCoord) ensureTopic() error {
 			return err
 		}
 	}
-	tc.created = true
 	return nil
 }
 

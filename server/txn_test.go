@@ -61,7 +61,7 @@ func logBatches(t *testing.T, s *Server, topic string, partition int32) (ms []ma
 
 func txnClient(t *testing.T, s *Server, id string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	base := []kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.TransactionalID(id), kgo.RetryTimeout(10 * time.Second),
+	base := []kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.TransactionalID(id), kgo.RetryTimeout(30 * time.Second),
 		kgo.DefaultProduceTopic("out"), kgo.RecordPartitioner(kgo.ManualPartitioner())}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
@@ -179,11 +179,23 @@ func txnRaw(t *testing.T, s *Server, id string, timeoutMs int32) (*kgo.Client, i
 	t.Helper()
 	cl := newClient(t, s)
 	ctx := testCtx(t)
-	fc := kmsg.NewFindCoordinatorRequest()
-	fc.CoordinatorKey, fc.CoordinatorType = id, 1
-	fresp, err := fc.RequestWith(ctx, cl)
-	if err != nil || fresp.ErrorCode != 0 {
-		t.Fatalf("FindCoordinator: %v %+v", err, fresp)
+	// The first lookup creates __transaction_state in the background:
+	// COORDINATOR_NOT_AVAILABLE until it exists, as in Kafka.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fc := kmsg.NewFindCoordinatorRequest()
+		fc.CoordinatorKey, fc.CoordinatorType = id, 1
+		fresp, err := fc.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fresp.ErrorCode == 0 {
+			break
+		}
+		if fresp.ErrorCode != kerr.CoordinatorNotAvailable.Code || time.Now().After(deadline) {
+			t.Fatalf("FindCoordinator: %+v", fresp)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	ini := kmsg.NewInitProducerIDRequest()
 	ini.TransactionalID, ini.TransactionTimeoutMillis = &id, timeoutMs

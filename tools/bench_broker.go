@@ -20,7 +20,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--transactions N] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -40,6 +40,12 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
+  transactions (--transactions N) the same records again to a third topic by a
+           transactional producer (acks=all, as transactions need), N records
+           per transaction (Begin, N Produce, Flush, commit), timed from the
+           first Begin to the last commit and compared with the run's plain
+           produce; then read from the start twice by new consumers, at
+           read_committed and read_uncommitted, and compared.
 The topics are created with segment.bytes=--segment-bytes when given (rolls
 during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
@@ -69,6 +75,7 @@ Examples:
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
 			&cli.StringFlag{Name: "trace", Usage: "write a runtime execution trace of the whole process to FILE"},
@@ -100,6 +107,7 @@ type benchBrokerConfig struct {
 	topicPrefix    string
 	segmentBytes   int64 // topic segment.bytes, 0: the broker's
 	retentionBytes int64 // topic retention.bytes, 0: the broker's
+	transactions   int64 // records per transaction of the transactions phase, 0: none
 }
 
 // topicConfigs are the configs a bench topic is created with: retention.bytes
@@ -162,6 +170,15 @@ type BenchBrokerFigures struct {
 	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
 	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
 	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
+	// The transactions phase (--transactions): its produce rate beside the
+	// run's non-transactional one, and read_committed beside
+	// read_uncommitted over the same records.
+	TxnRecordsPerTxn                int64   `json:"txn_records_per_transaction,omitempty"`
+	TxnProduceRecordsPerSec         float64 `json:"txn_produce_records_per_sec,omitempty"`
+	TxnProduceVsPlain               float64 `json:"txn_produce_vs_plain,omitempty"`
+	TxnReadCommittedRecordsPerSec   float64 `json:"txn_read_committed_records_per_sec,omitempty"`
+	TxnReadUncommittedRecordsPerSec float64 `json:"txn_read_uncommitted_records_per_sec,omitempty"`
+	TxnReadCommittedVsUncommitted   float64 `json:"txn_read_committed_vs_uncommitted,omitempty"`
 }
 
 func runBenchBroker(c *cli.Context) error {
@@ -172,6 +189,7 @@ func runBenchBroker(c *cli.Context) error {
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
 		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"),
+		transactions: c.Int64("transactions"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -184,6 +202,8 @@ func runBenchBroker(c *cli.Context) error {
 		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
 	case c.Int("latency-linger-ms") < 0:
 		return usageErr("--latency-linger-ms must not be negative")
+	case cfg.transactions < 0:
+		return usageErr("--transactions must not be negative")
 	case cfg.segmentBytes < 0 || cfg.retentionBytes < 0:
 		return usageErr("--segment-bytes and --retention-bytes must not be negative")
 	}
@@ -277,6 +297,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 		boot = srv.Addr().String()
 	}
 	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
+	var txnR, txnVs, rcR, ruR, rcVs []float64
 	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
 		l, err := loopbackLimit(256 << 20)
@@ -297,6 +318,22 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 		prodCPU, consCPU = append(prodCPU, r.produceCPU.Seconds()), append(consCPU, r.consumeCPU.Seconds())
 		p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
 		figs.LatencyRecords = r.latencyRecords
+		if cfg.transactions > 0 {
+			tf, err := benchTxnRun(cfg, brokerTarget(boot), fmt.Sprintf("%s-%s-%d-%d-txn", cfg.topicPrefix, mode, time.Now().UnixNano(), run))
+			if err != nil {
+				return figs, boot, err
+			}
+			rate := float64(cfg.records) / tf.produce.Seconds()
+			rc, ru := float64(cfg.records)/tf.readCommitted.Seconds(), float64(cfg.records)/tf.readUncommitted.Seconds()
+			txnR, txnVs = append(txnR, rate), append(txnVs, rate/(float64(cfg.records)/r.produce.Seconds()))
+			rcR, ruR, rcVs = append(rcR, rc), append(ruR, ru), append(rcVs, rc/ru)
+		}
+	}
+	if cfg.transactions > 0 {
+		figs.TxnRecordsPerTxn = cfg.transactions
+		figs.TxnProduceRecordsPerSec, figs.TxnProduceVsPlain = median(txnR), median(txnVs)
+		figs.TxnReadCommittedRecordsPerSec, figs.TxnReadUncommittedRecordsPerSec = median(rcR), median(ruR)
+		figs.TxnReadCommittedVsUncommitted = median(rcVs)
 	}
 	bar.done()
 	figs.ProduceRecordsPerSecs = append([]float64(nil), prodR...)
@@ -354,6 +391,12 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		if m.LatencyRecords > 0 {
 			fmt.Fprintf(w, "    latency  at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records)\n",
 				res.LatencyRate, m.LatencyP50Ms, m.LatencyP99Ms, m.LatencyP999Ms, m.LatencyMaxMs, m.LatencyRecords)
+		}
+		if m.TxnRecordsPerTxn > 0 {
+			fmt.Fprintf(w, "    transactions of %d records (acks=all): produce %12.0f records/s   ratio to the plain produce %.3f\n",
+				m.TxnRecordsPerTxn, m.TxnProduceRecordsPerSec, m.TxnProduceVsPlain)
+			fmt.Fprintf(w, "      consume read_committed %12.0f records/s   read_uncommitted %12.0f records/s   ratio %.3f\n",
+				m.TxnReadCommittedRecordsPerSec, m.TxnReadUncommittedRecordsPerSec, m.TxnReadCommittedVsUncommitted)
 		}
 	}
 }

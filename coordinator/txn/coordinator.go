@@ -322,3 +322,14 @@ func (c *Coordinator) Owned() map[int32]int32 {
 
 // NumPartitions is the partition count of __transaction_state in use.
 func (c *Coordinator) NumPartitions() int32 { return c.numParts.Load() }
+
+// MarkLoading makes partition p answer COORDINATOR_LOAD_IN_PROGRESS until
+// Load of it (at epoch or later) completes: a broker that will load it
+// soon says so rather than NOT_COORDINATOR.
+func (c *Coordinator) MarkLoading(p, epoch int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.parts[p]; cur == nil || cur.epoch < epoch {
+		c.parts[p] = &partState{epoch: epoch, loading: true, txns: map[string]*entry{}}
+	}
+}
