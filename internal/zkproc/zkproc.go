@@ -126,7 +126,7 @@ func Start(dir string, port int, timeout time.Duration) (*Process, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		p := &Process{Dir: dir, Port: port}
 		if port == 0 {
-			free, err := freePort()
+			free, err := FreePort()
 			if err != nil {
 				return nil, err
 			}
@@ -195,6 +195,36 @@ func (p *Process) start(timeout time.Duration) error {
 	return nil
 }
 
+// Restart starts the stopped server again on its port and data (its
+// sessions and znodes come back from the data dir, as ZooKeeper's do).
+func (p *Process) Restart(timeout time.Duration) error {
+	if p.Running() {
+		return errors.New("zkproc: restart: already running")
+	}
+	return p.start(timeout)
+}
+
+// Running reports whether the server process is up.
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// Kill stops the server with SIGKILL, as a crash, and waits for it; a no-op
+// when it is not running.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	cmd, ex := p.cmd, p.ex
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-ex
+}
+
 // Stop ends the server (SIGTERM, then SIGKILL after 5 s) and waits for it;
 // a no-op when it is not running.
 func (p *Process) Stop() {
@@ -224,7 +254,8 @@ func (p *Process) LogTail() string {
 	return "last lines of zk.out:\n" + strings.Join(lines, "\n")
 }
 
-func freePort() (int, error) {
+// FreePort is a port on 127.0.0.1 nothing listens on now.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

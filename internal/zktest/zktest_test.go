@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stratalog/strata/internal/zkproc"
 )
 
 func TestStartStopRestart(t *testing.T) {
@@ -38,7 +40,7 @@ func TestZKScript(t *testing.T) {
 		t.Skip(err)
 	}
 	dir := t.TempDir()
-	port, err := freePort()
+	port, err := zkproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
