@@ -201,6 +201,11 @@ func (c *Coordinator) Owns(id string) error {
 // written (c.mu held on entry and on return; released meanwhile). On
 // success e.m becomes next, unless the partition moved meanwhile.
 func (c *Coordinator) write(ctx context.Context, p int32, ps *partState, e *entry, next *Metadata) error {
+	if !canMove(e.m.State, next.State) {
+		// A bug, not an input: Kafka throws IllegalStateException here.
+		c.cfg.Log.Error("illegal transaction state transition", "transactional_id", next.TransactionalID, "from", e.m.State, "to", next.State)
+		return kerr.UnknownServerError
+	}
 	e.pending = true
 	epoch := ps.epoch
 	key, value := EncodeKey(next.TransactionalID), EncodeValue(next)
