@@ -646,7 +646,7 @@ func TestGroupsDescribeKcatMember(t *testing.T) {
 
 // TestGroupsRequireAPIs: an action whose request the broker does not list
 // in ApiVersions is refused up front (exit 2), naming the request.
-// strata's broker has the group APIs but not InitProducerID (key 22).
+// strata's broker has the group APIs but not SASLHandshake (key 17).
 func TestGroupsRequireAPIs(t *testing.T) {
 	if os.Getenv("STRATA_GROUPS_BROKER") != "" {
 		t.Skip("relies on strata's ApiVersions table")
@@ -656,9 +656,9 @@ func TestGroupsRequireAPIs(t *testing.T) {
 	if err := requireAPIs(groupsCtx(t), cl, groupsAPIs["reset-offsets"]); err != nil {
 		t.Fatalf("strata's broker lacks a group API: %v", err)
 	}
-	err := requireAPIs(groupsCtx(t), cl, []int16{16, 22})
+	err := requireAPIs(groupsCtx(t), cl, []int16{16, 17})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "InitProducerID (key 22)") || strings.Contains(err.Error(), "ListGroups") {
+	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "SASLHandshake (key 17)") || strings.Contains(err.Error(), "ListGroups") {
 		t.Fatalf("got %v", err)
 	}
 }
