@@ -45,14 +45,15 @@ type BlockSource interface {
 type Blocks struct {
 	src BlockSource
 
-	mu   sync.Mutex
-	cur  Block
-	next int64 // next id of cur; > cur.End: reserve a new block
+	mu     sync.Mutex
+	cur    Block
+	next   int64 // next id of cur; > cur.End: reserve a new block
+	latest int64 // the newest block end the source reported
 }
 
 // NewBlocks returns an allocator over src.
 func NewBlocks(src BlockSource) *Blocks {
-	return &Blocks{src: src, next: 0, cur: Block{Start: 0, End: -1}}
+	return &Blocks{src: src, next: 0, cur: Block{Start: 0, End: -1}, latest: -1}
 }
 
 // Next returns a producer id never returned before.
@@ -80,7 +81,7 @@ func (b *Blocks) MayBeIssued(ctx context.Context, id int64) (bool, error) {
 		return false, nil
 	}
 	b.mu.Lock()
-	end := b.cur.End
+	end := max(b.cur.End, b.latest)
 	b.mu.Unlock()
 	if id <= end {
 		return true, nil
@@ -89,6 +90,9 @@ func (b *Blocks) MayBeIssued(ctx context.Context, id int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	b.mu.Lock()
+	b.latest = max(b.latest, latest)
+	b.mu.Unlock()
 	return id <= latest, nil
 }
 

@@ -31,3 +31,6 @@ var (
 // the one that wrote the producer's last marker
 // (TRANSACTION_COORDINATOR_FENCED).
 var ErrCoordinatorFenced = errors.New("producer: transaction coordinator fenced")
+
+// ErrBadTxnIndex: a .txnindex file is damaged or disagrees with its segment.
+var ErrBadTxnIndex = errors.New("producer: bad transaction index")

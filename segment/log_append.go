@@ -90,7 +90,7 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 		l.pbatches = l.pbatches[:0]
 		return AppendInfo{}, false, err
 	}
-	l.applyProducers()
+	perr := l.applyProducers(act)
 	next := info.LastOffset + 1
 	l.next.Store(next)
 	flushed := l.flushed.Load()
@@ -100,7 +100,7 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 	} else {
 		l.raiseHighWatermark(next)
 	}
-	return info, flush, nil
+	return info, flush, perr
 }
 
 // checkAppend walks the batches of buf, checking framing and offsets and, when

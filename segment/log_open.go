@@ -34,6 +34,7 @@ type LoadReport struct {
 	SwapsCompleted           []string `json:"swaps_completed,omitempty"`
 	// SnapshotsIgnored are the damaged producer snapshots ignored (and
 	// removed); ProducerBatchesReplayed the batches read to rebuild the
+	TxnIndexesRebuilt int `json:"txn_indexes_rebuilt,omitempty"` // damaged .txnindex files rebuilt
 	// producer state after the newest good one.
 	SnapshotsIgnored        []string      `json:"snapshots_ignored,omitempty"`
 	ProducerBatchesReplayed int           `json:"producer_batches_replayed,omitempty"`
@@ -189,6 +190,7 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 		flushed = o.RecoveryPoint
 	}
 	l.flushed.Store(flushed)
+	l.firstUnstable.Store(-1)
 	if err := l.loadProducers(rep); err != nil {
 		return fail(err)
 	}

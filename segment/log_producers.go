@@ -56,12 +56,32 @@ func (l *Log) checkProducers(info *AppendInfo) error {
 	return nil
 }
 
-// applyProducers applies the collected batches of a stored append.
-func (l *Log) applyProducers() {
+// applyProducers applies the collected batches of an append stored in
+// seg; an abort marker's transaction goes to seg's transaction index. A
+// failed index write takes the log offline (the batches are stored).
+func (l *Log) applyProducers(seg *Segment) error {
+	txns := false
+	var err error
+	if len(l.pbatches) > 0 {
+		l.psDirty = true
+	}
 	for i := range l.pbatches {
-		l.ps.Apply(&l.pbatches[i])
+		b := &l.pbatches[i]
+		txns = txns || b.Transactional || b.Control
+		txn, ended := l.ps.Apply(b)
+		if ended && txn.Aborted && err == nil {
+			err = l.addAborted(seg, producer.AbortedTxn{ProducerID: txn.ProducerID, FirstOffset: txn.FirstOffset,
+				LastOffset: txn.LastOffset, LastStableOffset: l.ps.LastStableOffset(txn)})
+		}
 	}
 	l.pbatches = l.pbatches[:0]
+	if txns {
+		l.noteTxns()
+	}
+	if err != nil {
+		return l.fail(err)
+	}
+	return nil
 }
 
 // snapshotOffsets lists the offsets of the log's .snapshot files, ascending.
@@ -125,7 +145,9 @@ func (l *Log) writeSnapshot(end int64, sync bool) {
 	}
 	if err != nil {
 		l.o.Logger.Error("writing producer snapshot failed", "file", path, "err", err)
+		return
 	}
+	l.psDirty = false
 }
 
 // readSnapshot loads the snapshot at off.
@@ -163,6 +185,19 @@ func (l *Log) readSnapshot(off int64) (*producer.State, error) {
 func (l *Log) loadProducers(rep *LoadReport) error {
 	end := l.next.Load()
 	segs := l.segs.Load().segs
+	bad := map[*Segment]bool{}
+	if rep != nil { // Open: read the transaction indexes
+		for _, s := range segs {
+			ok, err := l.readTxnIndex(s)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				bad[s] = true
+				rep.TxnIndexesRebuilt++
+			}
+		}
+	}
 	offs, err := l.snapshotOffsets()
 	if err != nil {
 		return err
@@ -199,52 +234,34 @@ func (l *Log) loadProducers(rep *LoadReport) error {
 		st = producer.NewState(from, l.o.ProducerIDExpirationMs)
 	}
 	l.ps = st
-	n, err := l.replayProducers(segs, from, end)
+	col := abortCollector{}
+	n, err := replayInto(st, segs, from, end, col)
 	if rep != nil {
 		rep.ProducerBatchesReplayed += n
 	}
-	return err
-}
-
-// replayProducers applies the batches holding offsets in [from, end) to
-// the producer state, returning how many had a producer.
-func (l *Log) replayProducers(segs []*Segment, from, end int64) (int, error) {
-	n := 0
-	var sc record.FileScanner
-	for i, s := range segs {
-		if from >= end {
-			break
-		}
-		if i+1 < len(segs) && segs[i+1].base <= from {
-			continue
-		}
-		size := s.size.Load()
-		pos, _, ok, err := s.find(from, size)
-		if err != nil {
-			return n, fmt.Errorf("segment: replaying producer state from %s: %w", s.Path(LogSuffix), err)
-		}
-		if !ok {
-			continue
-		}
-		sc.Reset(s.log, pos, size, record.ScanOptions{})
-		for sc.Next() {
-			h := sc.Header()
-			if h.LastOffset >= end {
-				break
-			}
-			if h.Magic != 2 || h.LastOffset < from {
-				continue
-			}
-			if pb, ok := producer.BatchOf(sc.Batch()); ok {
-				l.ps.Apply(&pb)
-				n++
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return n, fmt.Errorf("segment: replaying producer state from %s: %w", s.Path(LogSuffix), err)
-		}
-		from = max(from, s.next.Load())
+	if err != nil {
+		return err
 	}
-	l.ps.End = end
-	return n, nil
+	st.End = end
+	// A damaged .txnindex below the replayed range: rebuilt from a replay
+	// of the log from its start (into a scratch state).
+	full := false
+	for s := range bad {
+		full = full || s.base < from
+	}
+	if full {
+		scratch := producer.NewState(segs[0].base, l.o.ProducerIDExpirationMs)
+		below := abortCollector{}
+		if _, err := replayInto(scratch, segs, segs[0].base, from, below); err != nil {
+			return err
+		}
+		for s, list := range below {
+			col[s] = append(list, col[s]...)
+		}
+	}
+	if err := l.reconcileAborted(segs, from, col, bad); err != nil {
+		return err
+	}
+	l.noteTxns()
+	return nil
 }

@@ -70,6 +70,7 @@ func (l *Log) TruncateTo(off int64) error {
 	if l.start.Load() > l.next.Load() {
 		l.start.Store(l.next.Load()) // the cut batch straddled the log start: nothing is left
 	}
+	l.psDirty = true
 	if err := l.loadProducers(nil); err != nil {
 		return l.fail(err)
 	}
@@ -138,6 +139,8 @@ func (l *Log) truncateFully(off int64) error {
 	l.publish([]*Segment{s})
 	l.removeSnapshots(func(int64) bool { return false })
 	l.ps = producer.NewState(off, l.o.ProducerIDExpirationMs)
+	l.firstUnstable.Store(-1)
+	l.psDirty = true
 	l.hwMu.Lock()
 	l.next.Store(off)
 	l.hw.Store(off)

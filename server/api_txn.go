@@ -23,23 +23,12 @@ func codeOf(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// handleInitProducerID answers InitProducerId v0-4. With a transactional
-// id the transaction coordinator answers (epoch bump, fencing); without,
-// a fresh producer id from the allocator with epoch 0.
-func (s *Server) handleInitProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
+// handleInitProducerIDTxn answers InitProducerId v0-4 with a
+// transactional id: the transaction coordinator (epoch bump, fencing).
+func (s *Server) handleInitProducerIDTxn(r *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	ctx := context.Background()
-	if r.TransactionalID == nil {
-		pid, err := s.pids.Next(ctx)
-		if err != nil {
-			s.log.Warn("allocating a producer id", "error", err)
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return resp
-		}
-		resp.ProducerID, resp.ProducerEpoch = pid, 0
-		return resp
-	}
 	if err := s.txns.ensureTopic(); err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp

@@ -379,6 +379,8 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleAlterConfigs(r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.handleIncrementalAlterConfigs(r)
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.handleInitProducerID(c, r)
 	case *kmsg.FindCoordinatorRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleFindCoordinatorCluster(c, r)
@@ -423,8 +425,6 @@ func (c *conn) handle(frame []byte) error {
 	case *kmsg.DescribeClusterRequest:
 		resp = c.s.handleDescribeCluster(c, r)
 	// Transactions (api_txn.go).
-	case *kmsg.InitProducerIDRequest:
-		resp = c.s.handleInitProducerID(r)
 	case *kmsg.AddPartitionsToTxnRequest:
 		resp = c.s.handleAddPartitionsToTxn(r)
 	case *kmsg.AddOffsetsToTxnRequest:

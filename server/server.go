@@ -39,7 +39,6 @@ type Server struct {
 	topics *topicStore
 	groups *coordinator // the group coordinator
 	txns   *txnCoord    // the transaction coordinator (txn_coord.go)
-	pids   producer.IDAllocator
 
 	listeners     []net.Listener
 	advertised    Listener       // what Metadata tells clients to dial
@@ -66,6 +65,9 @@ type Server struct {
 	// decompression is the produce path's decompression memory budget
 	// (produce_memory.go); maxDecompressed caps what one batch may
 	// decompress to (0: record.MaxDecompressedSize; tests lower it).
+	pidOnce sync.Once
+	pids    *producer.Blocks // ProducerIDs
+
 	decompression   *memBudget
 	maxDecompressed atomic.Int64
 }
@@ -139,7 +141,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		}
 	}
 	s.groups = newCoordinator(s)
-	s.startTxns(o.FS)
+	s.startTxns()
 	if s.cl != nil {
 		s.groups.clusterGroups(s.cl.offsetsPartitionCount())
 	} else {

@@ -10,9 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/stratalog/strata/cluster"
 	"github.com/stratalog/strata/coordinator/txn"
-	"github.com/stratalog/strata/internal/vfs"
 	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/segment"
@@ -296,13 +294,8 @@ func (s *Server) writeTxnMarker(pid int64, epoch int16, commit bool, coordEpoch 
 
 // startTxns makes the producer id allocator and the transaction
 // coordinator (single node: loads __transaction_state if it exists).
-func (s *Server) startTxns(fsys vfs.FS) {
-	if s.pids == nil && s.cl != nil {
-		s.pids = producer.NewBlocks(cluster.ProducerIDBlocks{ZK: s.cl.zk, Broker: s.cl.id})
-	} else if s.pids == nil {
-		s.pids = producer.NewBlocks(producer.NewFileBlocks(fsys, s.cfg.LogDirs[0], s.NodeID()))
-	}
-	s.txns = newTxnCoord(s, s.pids)
+func (s *Server) startTxns() {
+	s.txns = newTxnCoord(s, s.ProducerIDs())
 	if s.cl == nil {
 		s.txns.startLoading()
 	} else {

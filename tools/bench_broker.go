@@ -20,7 +20,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--transactions N] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--idempotent] [--transactions N] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -40,6 +40,10 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
+  idempotent  with --idempotent, after the produce phase: the N records again
+           with an idempotent producer (acks=all, InitProducerId, sequence
+           checks) to a topic of its own, reported beside the plain rate
+           (issue 19's floor: 0.9 of it);
   transactions (--transactions N) the same records again to a third topic by a
            transactional producer (acks=all, as transactions need), N records
            per transaction (Begin, N Produce, Flush, commit), timed from the
@@ -70,6 +74,7 @@ Examples:
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
 			&cli.Int64Flag{Name: "segment-bytes", Usage: "segment.bytes of the topics created (default: the broker's)"},
+			&cli.BoolFlag{Name: "idempotent", Usage: "each run also produces the N records with an idempotent producer (acks=all) to a topic of its own, reported beside the plain rate"},
 			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the latency topic (default: the broker's)"},
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
@@ -107,6 +112,7 @@ type benchBrokerConfig struct {
 	topicPrefix    string
 	segmentBytes   int64 // topic segment.bytes, 0: the broker's
 	retentionBytes int64 // topic retention.bytes, 0: the broker's
+	idempotent     bool  // --idempotent: an idempotent produce phase too
 	transactions   int64 // records per transaction of the transactions phase, 0: none
 }
 
@@ -170,6 +176,12 @@ type BenchBrokerFigures struct {
 	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
 	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
 	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
+	// With --idempotent: the idempotent producer's rate (acks=all), and
+	// its ratio to the plain produce rate of the same runs (issue 19's
+	// floor: 0.9).
+	IdempotentProduceRecordsPerSec  float64   `json:"idempotent_produce_records_per_sec,omitempty"`
+	IdempotentVsPlain               float64   `json:"idempotent_vs_plain,omitempty"`
+	IdempotentProduceRecordsPerSecs []float64 `json:"idempotent_produce_records_per_sec_runs,omitempty"`
 	// The transactions phase (--transactions): its produce rate beside the
 	// run's non-transactional one, and read_committed beside
 	// read_uncommitted over the same records.
@@ -188,7 +200,7 @@ func runBenchBroker(c *cli.Context) error {
 		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
-		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"),
+		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
 		transactions: c.Int64("transactions"),
 	}
 	switch {
@@ -296,9 +308,14 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 		defer srv.Close()
 		boot = srv.Addr().String()
 	}
+	var idemR []float64
 	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
 	var txnR, txnVs, rcR, ruR, rcVs []float64
-	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
+	phases := int64(2)
+	if cfg.idempotent {
+		phases = 3
+	}
+	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
 		l, err := loopbackLimit(256 << 20)
 		if err != nil {
@@ -316,6 +333,9 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 		consR = append(consR, float64(cfg.records)/r.consume.Seconds())
 		consMB = append(consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
 		prodCPU, consCPU = append(prodCPU, r.produceCPU.Seconds()), append(consCPU, r.consumeCPU.Seconds())
+		if r.produceIdem > 0 {
+			idemR = append(idemR, float64(cfg.records)/r.produceIdem.Seconds())
+		}
 		p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
 		figs.LatencyRecords = r.latencyRecords
 		if cfg.transactions > 0 {
@@ -343,6 +363,11 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchB
 	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(consS), median(consR), median(consMB)
 	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
 	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(prodCPU), median(consCPU)
+	if len(idemR) > 0 {
+		figs.IdempotentProduceRecordsPerSecs = idemR
+		figs.IdempotentProduceRecordsPerSec = median(idemR)
+		figs.IdempotentVsPlain = figs.IdempotentProduceRecordsPerSec / figs.ProduceRecordsPerSec
+	}
 	figs.LimitLoopbackMBps = median(lim)
 	if figs.LimitLoopbackMBps > 0 {
 		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
@@ -384,6 +409,10 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "  validation %s\n", m.Validation)
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
+		if m.IdempotentProduceRecordsPerSec > 0 {
+			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f\n",
+				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain)
+		}
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
 		fmt.Fprintf(w, "    process CPU: produce %.2f s (%.2f cores), consume %.2f s (%.2f cores)\n",
