@@ -41,10 +41,19 @@ func catchUpBytes(b *testing.B) int64 {
 // 18's floor: 0.5). Each iteration starts a new empty follower; an untimed
 // catch-up first warms the page cache and the VM's memory. Cases: one
 // partition with replica.socket.receive.buffer.bytes at Kafka's 64 KiB and
-// at the OS's autotuning (-1); eight partitions (8 MiB fetch responses).
+// at the OS's autotuning (-1), and with replica.fetch.max.bytes 8 MiB;
+// eight partitions (8 MiB fetch responses).
+//
+// Beside the wall clock, which on a shared machine mostly follows the
+// other work, each case reports the CPU the process spent per MB
+// (cpu_ms/MB, leader and follower together from the follower's start to
+// its log end reaching the leader's, from getrusage) and
+// limit_cpu_ms/MB, the same for the loopback stream (sender and
+// receiver): their quotient (cpu_x_limit) is the ratio a CPU-bound
+// machine would see, whatever the load.
 func BenchmarkFollowerCatchUp(b *testing.B) {
 	size := catchUpBytes(b)
-	limit := loopbackLimit(b, size)
+	limit, limitCPU := loopbackLimit(b, size)
 	for _, parts := range []int32{1, 8} {
 		dir := b.TempDir()
 		leaderRoot := filepath.Join(dir, "leader")
@@ -77,32 +86,38 @@ func BenchmarkFollowerCatchUp(b *testing.B) {
 			logBytes += l.Size()
 			leos[p] = l.LogEndOffset()
 		}
-		rcvbufs := []int{DefaultReplicaSocketReceiveBufferBytes, -1}
-		if parts > 1 {
-			rcvbufs = rcvbufs[:1]
+		type catchUpCase struct{ rcvbuf, fetchMax int }
+		cases := []catchUpCase{{DefaultReplicaSocketReceiveBufferBytes, DefaultReplicaFetchMaxBytes}}
+		if parts == 1 {
+			cases = append(cases, catchUpCase{-1, DefaultReplicaFetchMaxBytes}, catchUpCase{DefaultReplicaSocketReceiveBufferBytes, 8 << 20})
 		}
-		for _, rcvbuf := range rcvbufs {
+		for _, cc := range cases {
+			rcvbuf := cc.rcvbuf
 			name := fmt.Sprintf("partitions=%d/rcvbuf=", parts)
 			if rcvbuf < 0 {
 				name += "os"
 			} else {
 				name += fmt.Sprintf("%dKiB", rcvbuf>>10)
 			}
+			if cc.fetchMax != DefaultReplicaFetchMaxBytes {
+				name += fmt.Sprintf("/fetch=%dMiB", cc.fetchMax>>20)
+			}
 			b.Run(name, func(b *testing.B) {
 				run := 0
+				var cpuUsed time.Duration // by the timed catch-ups
 				catchUp := func() time.Duration {
 					run++
-					root := filepath.Join(dir, fmt.Sprintf("follower-%d-%d", rcvbuf, run))
+					root := filepath.Join(dir, fmt.Sprintf("follower-%d-%d-%d", rcvbuf, cc.fetchMax, run))
 					if err := os.MkdirAll(root, 0o755); err != nil {
 						b.Fatal(err)
 					}
 					defer os.RemoveAll(root)
-					fm, err := NewManager(Config{BrokerID: 2, OpenLog: osOpener(root), Logger: discard})
+					fm, err := NewManager(Config{BrokerID: 2, OpenLog: osOpener(root), Logger: discard, ReplicaFetchMaxBytes: int32(cc.fetchMax)})
 					if err != nil {
 						b.Fatal(err)
 					}
 					defer fm.Close()
-					start := time.Now()
+					start, cpu0 := time.Now(), processCPU()
 					for _, code := range codes(fm.LeaderAndIsr(lisr, time.Now().UnixMilli())) {
 						if code != 0 {
 							b.Fatalf("follower: error %d", code)
@@ -128,6 +143,7 @@ func BenchmarkFollowerCatchUp(b *testing.B) {
 						got += fl.Size()
 					}
 					d := time.Since(start)
+					cpuUsed += processCPU() - cpu0
 					if err := r.Close(); err != nil {
 						b.Fatal(err)
 					}
@@ -137,6 +153,7 @@ func BenchmarkFollowerCatchUp(b *testing.B) {
 					return d
 				}
 				catchUp() // warm-up, untimed
+				cpuUsed = 0
 				b.ResetTimer()
 				var total time.Duration
 				for i := 0; i < b.N; i++ {
@@ -147,6 +164,10 @@ func BenchmarkFollowerCatchUp(b *testing.B) {
 				b.ReportMetric(mbs, "MB/s")
 				b.ReportMetric(limit, "limit_loopback_MB/s")
 				b.ReportMetric(mbs/limit, "x_limit")
+				cpu := float64(cpuUsed.Microseconds()) / 1e3 / (float64(logBytes) * float64(b.N) / 1e6)
+				b.ReportMetric(cpu, "cpu_ms/MB")
+				b.ReportMetric(limitCPU, "limit_cpu_ms/MB")
+				b.ReportMetric(limitCPU/cpu, "cpu_x_limit")
 			})
 		}
 		srv.Close()
@@ -198,16 +219,17 @@ func benchLeaderAndIsr(b *testing.B, addr string, parts int32) *kmsg.LeaderAndIS
 
 // loopbackLimit is what one TCP connection over 127.0.0.1 moves, in MB/s:
 // the best of three runs of n bytes, written and read 1 MiB at a time with
-// the OS's socket buffers. The ceiling for a follower fetching over
+// the OS's socket buffers; and the process's CPU per MB over the three. The ceiling for a follower fetching over
 // loopback (a generous one: its buffers stay in the CPU's caches, where a
 // follower's log does not).
-func loopbackLimit(b *testing.B, n int64) float64 {
+func loopbackLimit(b *testing.B, n int64) (mbs, cpuMsPerMB float64) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ln.Close()
 	var best float64
+	cpu0 := processCPU()
 	for range 3 {
 		done := make(chan error, 1)
 		go func() {
@@ -252,7 +274,7 @@ func loopbackLimit(b *testing.B, n int64) float64 {
 		}
 		best = max(best, float64(n)/1e6/d.Seconds())
 	}
-	return best
+	return best, float64((processCPU() - cpu0).Microseconds()) / 1e3 / (3 * float64(n) / 1e6)
 }
 
 // BenchmarkRunnerAcksAllRoundTrip: one acks=-1 append (10 records of 100

@@ -194,6 +194,7 @@ func (cl *clusterNode) join() error {
 		Controller:                        cl.controllerAddr,
 		Resolve:                           cl.brokerAddr,
 		SocketTimeoutMs:                   int64(cc.ReplicaSocketTimeoutMs),
+		SocketReceiveBufferBytes:          int(cc.ReplicaSocketReceiveBufferBytes),
 		HighWatermarkCheckpointIntervalMs: cc.ReplicaHWCheckpointIntervalMs,
 		Logger:                            cl.log.With("component", "replica-fetcher"),
 	})

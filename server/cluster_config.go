@@ -34,6 +34,10 @@ type ClusterConfig struct {
 	NumReplicaFetchers            int32 // num.replica.fetchers (default 1)
 	ReplicaHWCheckpointIntervalMs int64 // replica.high.watermark.checkpoint.interval.ms (default 5000)
 
+	// ReplicaSocketReceiveBufferBytes is replica.socket.receive.buffer.bytes,
+	// the fetchers' SO_RCVBUF (default 65536; -1: the OS's autotuning).
+	ReplicaSocketReceiveBufferBytes int32
+
 	ControlledShutdownEnable         bool  // controlled.shutdown.enable (default true)
 	ControlledShutdownMaxRetries     int32 // controlled.shutdown.max.retries (default 3)
 	ControlledShutdownRetryBackoffMs int64 // controlled.shutdown.retry.backoff.ms (default 5000)
@@ -79,6 +83,8 @@ func defaultClusterConfig() ClusterConfig {
 		ReplicaSocketTimeoutMs:        30000,
 		NumReplicaFetchers:            replica.DefaultNumReplicaFetchers,
 		ReplicaHWCheckpointIntervalMs: 5000,
+
+		ReplicaSocketReceiveBufferBytes: replica.DefaultReplicaSocketReceiveBufferBytes,
 
 		ControlledShutdownEnable:         true,
 		ControlledShutdownMaxRetries:     3,

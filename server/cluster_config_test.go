@@ -22,7 +22,8 @@ func TestClusterConfigDefaults(t *testing.T) {
 		OffsetsTopicReplicationFactor: 3, MinInsyncReplicas: 1,
 		ReplicaLagTimeMaxMs: 30000, ReplicaFetchMaxBytes: 1 << 20, ReplicaFetchResponseMaxBytes: 10 << 20,
 		ReplicaFetchWaitMaxMs: 500, ReplicaFetchMinBytes: 1, ReplicaFetchBackoffMs: 1000, ReplicaSocketTimeoutMs: 30000,
-		NumReplicaFetchers: 1, ReplicaHWCheckpointIntervalMs: 5000,
+		ReplicaSocketReceiveBufferBytes: 65536,
+		NumReplicaFetchers:              1, ReplicaHWCheckpointIntervalMs: 5000,
 		ControlledShutdownEnable: true, ControlledShutdownMaxRetries: 3, ControlledShutdownRetryBackoffMs: 5000,
 		AutoLeaderRebalanceEnable: true, LeaderImbalancePerBrokerPercentage: 10, LeaderImbalanceCheckIntervalSeconds: 300,
 		ControllerSocketTimeoutMs:   30000,
@@ -97,6 +98,7 @@ func TestClusterConfigRefused(t *testing.T) {
 		{[]string{"offsets.topic.replication.factor=0"}, "offsets.topic.replication.factor"},
 		{[]string{"min.insync.replicas=0"}, "min.insync.replicas"},
 		{[]string{"num.replica.fetchers=0"}, "num.replica.fetchers"},
+		{[]string{"replica.socket.receive.buffer.bytes=-2"}, "replica.socket.receive.buffer.bytes"},
 		{[]string{"zookeeper.session.timeout.ms=0"}, "zookeeper.session.timeout.ms"},
 		{[]string{"unclean.leader.election.enable=maybe"}, "unclean.leader.election.enable"},
 	} {

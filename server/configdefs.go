@@ -451,6 +451,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "replica.fetch.wait.max.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchWaitMaxMs }, minInt)},
 	{name: "replica.high.watermark.checkpoint.interval.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.ReplicaHWCheckpointIntervalMs }, 1)},
 	{name: "replica.lag.time.max.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.ReplicaLagTimeMaxMs }, minLng)},
+	{name: "replica.socket.receive.buffer.bytes", typ: kmsg.ConfigTypeInt, doc: "the replica fetchers' socket receive buffer (-1: the OS's autotuning)",
+		val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaSocketReceiveBufferBytes }, -1)},
 	{name: "replica.socket.timeout.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaSocketTimeoutMs }, minInt)},
 	{name: "unclean.leader.election.enable", typ: kmsg.ConfigTypeBoolean, doc: "elect a replica outside the ISR when no ISR member lives (loses data)",
 		val: boolean(atUncleanLeaderElection)},
