@@ -43,7 +43,8 @@ func (s *Server) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	resp.Default()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		return s.handleInitProducerIDTxn(req)
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), producerIDTimeout)
 	defer cancel()

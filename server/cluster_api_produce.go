@@ -101,7 +101,10 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 		return nil, none, kerr.NotLeaderForPartition.Code, ""
 	}
 	recs := rp.Records
-	if len(recs) == 0 {
+	switch {
+	case req.TransactionID != nil:
+		return nil, none, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
+	case len(recs) == 0:
 		return nil, none, kerr.InvalidRecord.Code, "no record batch"
 	}
 	t := cl.topicConfig(topicName)
@@ -110,9 +113,6 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 	}
 	code, msg := validateProduceBatch(c, req.Version, recs, cl.cfg.ProduceValidation == "full", t.compacted.Load())
 	if code != 0 {
-		return nil, none, code, msg
-	}
-	if code, msg := cl.s.verifyTxnProduce(req.TransactionID, topicName, rp.Partition, recs); code != 0 {
 		return nil, none, code, msg
 	}
 	if recs, code, msg = cl.s.applyTopicCodec(c, t, recs); code != 0 {
