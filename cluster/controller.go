@@ -30,6 +30,10 @@ type ControllerOptions struct {
 	// MaxWriteBatchBytes bounds the estimated size of one ZooKeeper multi
 	// (default 256 KiB, a quarter of ZooKeeper's 1 MiB jute.maxbuffer).
 	MaxWriteBatchBytes int
+	// OnElection, if set, is told of each leader elected for an offline
+	// partition (unclean: from outside the ISR), for the broker's
+	// ControllerStats. It runs on the controller's event loop.
+	OnElection func(unclean bool)
 	// Rand draws the topic ids the controller writes for topics that have
 	// none. The driver must seed it randomly (crypto/rand); nil uses a
 	// fixed seed, for tests.
@@ -134,10 +138,11 @@ type Controller struct {
 	shuttingDown map[int32]bool
 	offlineDirs  map[int32]map[TopicPartition]bool // replicas on failed log dirs
 	topics       map[string]*ctopic
-	names        []string            // sorted topic names
-	tombstones   map[string][16]byte // topics this controller deleted: a late event listing them is stale
-	adminDeleted map[string]bool     // /admin/delete_topics children deleted without a topic
-	logDirDone   map[string]bool     // log dir notification znodes deleted
+	names        []string                   // sorted topic names
+	tombstones   map[string][16]byte        // topics this controller deleted: a late event listing them is stale
+	adminDeleted map[string]bool            // /admin/delete_topics children deleted without a topic
+	logDirDone   map[string]bool            // log dir notification znodes deleted
+	zkReassign   map[TopicPartition][]int32 // reassignments of /admin/reassign_partitions in progress
 
 	// ZooKeeper writes.
 	ops       []Op
@@ -180,6 +185,8 @@ type cpart struct {
 	node     bool // /brokers/topics/T/partitions/P exists
 	hasState bool
 	st       PartitionState
+	// adding and removing: the reassignment in progress (controller_reassign.go).
+	adding, removing []int32
 }
 
 type inflightBatch struct {
@@ -204,6 +211,7 @@ func (c *Controller) clear() {
 	c.tombstones = map[string][16]byte{}
 	c.adminDeleted = map[string]bool{}
 	c.logDirDone = map[string]bool{}
+	c.zkReassign = map[TopicPartition][]int32{}
 	c.ops, c.expects, c.opsBytes = nil, nil, 0
 	c.inflight = nil
 	c.rb = reqBatch{}
@@ -235,6 +243,10 @@ func (c *Controller) Step(ev Event) {
 		c.onControlledShutdown(e)
 	case ElectLeaders:
 		c.onElectLeaders(e)
+	case AlterReassignments:
+		c.onAlterReassignments(e)
+	case ListReassignments:
+		c.onListReassignments(e)
 	default:
 		if !c.active {
 			return
@@ -252,6 +264,8 @@ func (c *Controller) Step(ev Event) {
 			c.onLogDirEvents(e.Events)
 		case RebalanceTick:
 			c.onRebalanceTick()
+		case ReassignZnode:
+			c.onReassignZnode(e)
 		case RequestResult:
 			c.onRequestResult(e)
 		}

@@ -140,6 +140,9 @@ func (c *Controller) alterOne(req *kmsg.AlterPartitionRequest, t *ctopic, rp *km
 		c.writeState(t, rp.Partition, st)
 		c.addUpdateMetadata(tp)
 		fill(&part.st)
+		if part.reassigning() {
+			c.reassignProgress(t, rp.Partition)
+		}
 	}
 	return out
 }

@@ -46,6 +46,7 @@ func (c *Controller) activate(s *Snapshot) {
 				t.parts[p].st = ts.States[p].clone()
 			}
 			t.parts[p].node = p < len(ts.PartitionNodes) && ts.PartitionNodes[p]
+			t.parts[p].adding, t.parts[p].removing = ts.Adding[int32(p)], ts.Removing[int32(p)]
 		}
 		c.topics[t.name] = t
 		c.addTopicName(t.name)
@@ -79,6 +80,8 @@ func (c *Controller) activate(s *Snapshot) {
 	c.triggerOnline(nil)
 	c.shrinkDead()
 	c.resumeDeletions()
+	c.resumeReassignments()
+	c.onReassignZnode(s.Reassign)
 }
 
 func newCTopic(t *Topic) *ctopic {
@@ -102,12 +105,7 @@ func (c *Controller) backfillTopicID(t *ctopic) {
 			t.id[i+j] = byte(v >> (8 * j))
 		}
 	}
-	replicas := make([][]int32, len(t.parts))
-	for p := range t.parts {
-		replicas[p] = t.parts[p].replicas
-	}
-	c.addOp(Op{Kind: OpSet, Path: ctrlTopicPath(t.name), Data: appendAssignmentJSON(nil, t.id, replicas), Version: t.version}, t.version+1)
-	t.version++
+	c.writeAssignment(t)
 	c.logf("topic %s had no topic id: wrote %s", t.name, encodeTopicID(t.id))
 }
 

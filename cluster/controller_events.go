@@ -27,8 +27,8 @@ type BrokersChanged struct{ Brokers []Broker }
 // TopicsChanged carries every topic under /brokers/topics, as read after
 // the child watch on /brokers/topics or a data watch on one topic fired.
 // New names are created, longer assignments add partitions, names missing
-// are forgotten. Changed replicas of existing partitions are ignored
-// (reassignment is not supported).
+// are forgotten. Changed replicas of existing partitions are ignored: a
+// reassignment goes through AlterReassignments.
 type TopicsChanged struct{ Topics []Topic }
 
 // TopicConfigChanged carries a topic's new overrides (/config/topics/T)

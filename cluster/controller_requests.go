@@ -214,6 +214,7 @@ func (c *Controller) leaderAndISR(b int32, parts map[TopicPartition]bool) *kmsg.
 		ps.ZKVersion = part.st.Version
 		ps.Replicas = part.replicas
 		ps.IsNew = parts[tp]
+		ps.AddingReplicas, ps.RemovingReplicas = part.adding, part.removing
 		ts.PartitionStates = append(ts.PartitionStates, ps)
 		if part.st.Leader >= 0 && !slices.Contains(leaders, part.st.Leader) {
 			leaders = append(leaders, part.st.Leader)

@@ -49,8 +49,8 @@ func (c *Controller) onTopics(list []Topic) {
 			c.onTopicConfig(t.name, nt.Configs)
 		}
 		for p := 0; p < min(len(t.parts), len(nt.Replicas)); p++ {
-			if !slices.Equal(t.parts[p].replicas, nt.Replicas[p]) {
-				c.logf("ignoring new replicas %v of %s-%d (has %v): reassignment is not supported", nt.Replicas[p], t.name, p, t.parts[p].replicas)
+			if nt.Version >= t.version && !slices.Equal(t.parts[p].replicas, nt.Replicas[p]) {
+				c.logf("ignoring new replicas %v of %s-%d (has %v): reassign with AlterPartitionReassignments", nt.Replicas[p], t.name, p, t.parts[p].replicas)
 			}
 		}
 		if len(nt.Replicas) > len(t.parts) {

@@ -72,6 +72,9 @@ type TopicSnapshot struct {
 	PartitionNodes []bool
 	// PartitionsNode tells whether /brokers/topics/T/partitions exists.
 	PartitionsNode bool
+	// Adding and Removing are the reassignments in progress
+	// (adding_replicas and removing_replicas of /brokers/topics/T).
+	Adding, Removing map[int32][]int32
 	// ExtraNodes are znodes under /brokers/topics/T/partitions for
 	// partitions beyond the assignment, children before parents; the
 	// deletion of the topic removes them too.
@@ -88,6 +91,8 @@ type Snapshot struct {
 	Topics          []TopicSnapshot
 	DeleteTopics    []string // children of /admin/delete_topics
 	LogDirEvents    []string // children of /log_dir_event_notification (deleted at activation)
+	// Reassign is /admin/reassign_partitions (Exists false when absent).
+	Reassign ReassignZnode
 	// Skipped says what the loader left out (malformed znodes), for the log.
 	Skipped []string
 }

@@ -146,8 +146,30 @@
 //     partitions containers) created; LeaderAndIsr (is_new) to the
 //     replicas, UpdateMetadata to all. With no online replica it stays
 //     without state until one starts. Partitions added to an existing topic
-//     likewise; changed replicas of existing partitions are ignored (no
-//     reassignment).
+//     likewise; changed replicas of existing partitions are ignored (a
+//     reassignment goes through AlterPartitionReassignments).
+//   - Reassignment (AlterPartitionReassignments, key 45; KIP-455 as
+//     Kafka 2.8, controller_reassign.go): per partition
+//     UNKNOWN_TOPIC_OR_PARTITION (also a topic being deleted),
+//     INVALID_REPLICA_ASSIGNMENT (empty, repeated or negative ids, an added
+//     broker not live), NO_REASSIGNMENT_IN_PROGRESS (cancel of none). The
+//     assignment becomes RS = target then origin replicas, with
+//     adding_replicas and removing_replicas in /brokers/topics/T (what a
+//     new controller resumes from); leader epoch + 1 and LeaderAndIsr to
+//     RS (is_new to the added). When the target is within the ISR (checked
+//     on each AlterPartition and at activation): the leader moves to the
+//     first target replica online and in the ISR if it is not one, the
+//     removed replicas leave the ISR (one state write, leader epoch + 1),
+//     the assignment becomes the target, StopReplica (delete=true) goes to
+//     the removed. A cancel (replicas null) reassigns to the origin
+//     replicas (in their RS order, as Kafka). ListPartitionReassignments
+//     (key 46) lists replicas, adding and removing of those in progress.
+//     /admin/reassign_partitions (Kafka's legacy JSON, stepped as
+//     ReassignZnode and read at activation) starts the reassignments it
+//     lists the same way; a refused entry is taken out of the znode at
+//     once, a complete one when it completes, and the znode is deleted
+//     when none is left (or when it does not decode); one already in
+//     progress to the same replicas is only remembered.
 //   - Offline partition (leader -1 or not online; online = live, not
 //     shutting down, log dir not failed): the first replica in assignment
 //     order that is online and in the ISR leads, ISR = its online members;
@@ -262,9 +284,10 @@
 // owns it. A broker elects only in the session it registered in. Watches
 // while active: children of /brokers/ids, /brokers/topics,
 // /admin/delete_topics, /log_dir_event_notification, and data of every
-// /brokers/ids/N and /brokers/topics/T; each fired watch makes a full
-// listing read then (the watch set again), stepped as BrokersChanged,
-// TopicsChanged, DeletionsRequested or LogDirEvents; a watch whose class
+// /brokers/ids/N and /brokers/topics/T, and the existence of
+// /admin/reassign_partitions; each fired watch makes a full listing read
+// then (the watch set again), stepped as BrokersChanged, TopicsChanged,
+// DeletionsRequested, LogDirEvents or ReassignZnode; a watch whose class
 // has a later event queued leaves the read to it. A malformed registration
 // is left out; a malformed assignment or topic config gives the topic as it
 // last decoded, or leaves it out (as the snapshot does) when it never did;

@@ -40,6 +40,7 @@ const (
 	readTopics
 	readDeletions
 	readLogDirs
+	readReassign // /admin/reassign_partitions (an exists or data watch)
 )
 
 // watchRef identifies one watch the driver set: a later watch on the same

@@ -109,6 +109,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 		return st != nil && st.Leader == 1
 	})
 	// broker 1 gone for a while: broker 2 leads alone
+	oldEpoch := c.members[0].BrokerEpoch()
 	c.handles[0].Disconnect()
 	c.srv.ExpireSession(c.handles[0].SessionID())
 	waitFor(t, 10*time.Second, "led by 2", func() bool {
@@ -116,7 +117,13 @@ func TestAutoLeaderRebalance(t *testing.T) {
 		return st != nil && st.Leader == 2 && slices.Equal(st.ISR, []int32{2})
 	})
 	c.handles[0].Reconnect()
-	waitFor(t, 10*time.Second, "broker 1 back", func() bool { return c.members[0].BrokerEpoch() != 0 })
+	// Back means registered in a new session: until broker 1 sees its old
+	// session expired it still holds the old broker epoch and believes it
+	// is the controller.
+	waitFor(t, 10*time.Second, "broker 1 back in a new session", func() bool {
+		e := c.members[0].BrokerEpoch()
+		return e != 0 && e != oldEpoch
+	})
 	// broker 1 caught up: the leader asks for it in the ISR
 	var resp *kmsg.AlterPartitionResponse
 	waitFor(t, 10*time.Second, "the ISR grown", func() bool {

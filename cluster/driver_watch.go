@@ -77,7 +77,7 @@ func (d *driver) get(c readClass, path string) ([]byte, Stat, error) {
 // onControllerFailover registers the same handlers): children of
 // /brokers/ids, /brokers/topics, /admin/delete_topics and
 // /log_dir_event_notification, data of every registration and
-// assignment.
+// assignment, and the existence of /admin/reassign_partitions.
 func (d *driver) armControllerWatches() error {
 	for _, l := range []struct {
 		c    readClass
@@ -102,11 +102,36 @@ func (d *driver) armControllerWatches() error {
 			}
 		}
 	}
-	return nil
+	_, err := d.readReassign()
+	return err
+}
+
+// readReassign reads /admin/reassign_partitions, setting an exists watch
+// (which fires on its creation, change or deletion) unless one is set.
+func (d *driver) readReassign() (Event, error) {
+	if !d.isArmed(ReassignPartitionsPath) {
+		ok, _, ch, err := d.zk.ExistsW(ReassignPartitionsPath)
+		if err != nil {
+			return nil, err
+		}
+		d.arm(readReassign, ReassignPartitionsPath, ch)
+		if !ok {
+			return ReassignZnode{}, nil
+		}
+	}
+	data, _, err := d.zk.Get(ReassignPartitionsPath)
+	if errors.Is(err, ErrNoNode) {
+		return ReassignZnode{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ps, err := DecodeReassignPartitions(data)
+	return ReassignZnode{Exists: true, Partitions: ps, Err: err}, nil
 }
 
 // readOrder is the order dirty listings are read in.
-var readOrder = [...]readClass{readBrokers, readTopics, readDeletions, readLogDirs}
+var readOrder = [...]readClass{readBrokers, readTopics, readDeletions, readLogDirs, readReassign}
 
 // reread reads listing c, and first every listing whose read failed, in
 // readOrder, stepping the Controller with each; a failed read leaves its
@@ -118,6 +143,8 @@ func (d *driver) reread(c readClass) {
 		d.dirty[readTopics] = true
 	case readLogDirs:
 		d.dirty[readBrokers] = true
+	case readReassign:
+		d.dirty[readTopics] = true
 	}
 	for _, k := range readOrder {
 		if !d.dirty[k] {
@@ -162,6 +189,8 @@ func (d *driver) read(c readClass) (Event, error) {
 		}
 		slices.Sort(names)
 		return DeletionsRequested{Topics: names}, nil
+	case readReassign:
+		return d.readReassign()
 	default:
 		evs, err := d.readLogDirs()
 		if err != nil {

@@ -100,6 +100,15 @@ func LoadSnapshot(zk ZK, brokerID int32) (*Snapshot, error) {
 		return nil, err
 	}
 	slices.Sort(s.LogDirEvents)
+	data, _, err = zk.Get(ReassignPartitionsPath)
+	switch {
+	case errors.Is(err, ErrNoNode):
+	case err != nil:
+		return nil, err
+	default:
+		s.Reassign.Exists = true
+		s.Reassign.Partitions, s.Reassign.Err = DecodeReassignPartitions(data)
+	}
 	return s, nil
 }
 
@@ -118,6 +127,9 @@ func loadTopic(zk ZK, name string) (*TopicSnapshot, string, error) {
 		return nil, fmt.Sprintf("topic %s: %v", name, err), nil
 	}
 	ts := &TopicSnapshot{Topic: Topic{Name: name, ID: id, Replicas: replicas, Version: st.Version}}
+	if a, err := DecodeTopicAssignment(name, data); err == nil {
+		ts.Adding, ts.Removing = a.Adding, a.Removing
+	}
 	data, _, err = zk.Get(ctrlTopicConfigPath(name))
 	switch {
 	case errors.Is(err, ErrNoNode):

@@ -88,6 +88,11 @@ type Config struct {
 	// power loss the cut tail, which may come back, is scanned again. It runs
 	// with the partition's locks held: it must not call the Partition.
 	OnTruncate func(tp TopicPartition, l *segment.Log)
+	// OnISRChange, if set, is called when the controller accepted this
+	// leader's ISR change, with the ISR before and after (Kafka's
+	// IsrShrinksPerSec and IsrExpandsPerSec). It runs with the partition's
+	// lock held: it must not call the Partition.
+	OnISRChange func(before, after []int32)
 	// IsrEligible, if set, tells whether a broker may be added to an ISR:
 	// a leader proposes a caught-up follower only when it says yes (Kafka
 	// 3.3's isReplicaIsrEligible, KIP-841: in ZooKeeper mode, a broker the

@@ -138,7 +138,11 @@ func (p *Partition) alterResult(id uint64, r AlterResult, now int64) {
 		p.isr.gaveUp = true
 		return
 	}
+	before := p.isr.committed
 	p.isr = isrState{committed: slices.Sorted(slices.Values(r.ISR))}
+	if p.cfg.OnISRChange != nil {
+		p.cfg.OnISRChange(before, p.isr.committed)
+	}
 	p.partitionEpoch = r.PartitionEpoch
 	p.logger.Info("ISR changed", "isr", p.isr.committed, "partition_epoch", p.partitionEpoch)
 	p.maybeIncrementHW(now)

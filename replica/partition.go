@@ -542,14 +542,54 @@ func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
 // Kafka. Offsets outside the log are segment.ErrOffsetOutOfRange. Release
 // the region when done.
 func (p *Partition) ReadCommitted(offset, maxBytes int64) (segment.Region, error) {
+	return p.ReadConsumer(offset, maxBytes, false)
+}
+
+// LastStableOffset is what a read_committed consumer may read up to: the
+// high watermark, or the first offset of the oldest open transaction when
+// that is lower.
+func (p *Partition) LastStableOffset() int64 {
 	p.mu.Lock()
 	l := p.log
 	hw := min(p.hw, l.HighWatermark())
 	p.mu.Unlock()
+	if fu, ok := l.FirstUnstableOffset(); ok {
+		return min(hw, fu)
+	}
+	return hw
+}
+
+// ReadConsumer is ReadCommitted, stopping at the last stable offset when
+// stable is set (a read_committed consumer).
+func (p *Partition) ReadConsumer(offset, maxBytes int64, stable bool) (segment.Region, error) {
+	p.mu.Lock()
+	l := p.log
+	hw := min(p.hw, l.HighWatermark())
+	p.mu.Unlock()
+	if fu, ok := l.FirstUnstableOffset(); ok && stable {
+		hw = min(hw, fu)
+	}
 	v := l.Snapshot()
 	if offset >= hw && offset <= v.End && offset >= v.Start {
 		return segment.Region{FirstOffset: offset}, nil
 	}
 	v.End = min(v.End, hw)
 	return v.Read(offset, maxBytes)
+}
+
+// MaxFollowerLag is, on a leader, how many offsets its furthest-behind
+// follower is below the leader's log end offset (a follower not heard from
+// yet counts from offset 0); 0 on a follower or without followers.
+func (p *Partition) MaxFollowerLag() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleLeader {
+		return 0
+	}
+	leo := p.log.LogEndOffset()
+	var lag int64
+	for _, r := range p.remotes {
+		lag = max(lag, leo-max(r.leo, 0))
+	}
+	return lag
 }

@@ -65,4 +65,30 @@ elif [ "${CI:-}" = true ]; then
 	bash scripts/zk.sh stop "$zkdir" >/dev/null
 	rm -rf "$zkdir"
 fi
+# promtool (Debian's prometheus package) lints the /metrics exposition
+# (server/metrics_test.go: TestMetricsPromtool). Outside CI a missing one
+# only makes that test skip.
+if ! command -v promtool >/dev/null 2>&1; then
+	apt_install prometheus || true
+	if ! command -v promtool >/dev/null 2>&1; then
+		if [ "${CI:-}" = true ]; then
+			echo "deps: promtool not found and could not be installed (needs root and apt-get: apt-get install -y prometheus); CI=true requires it" >&2
+			exit 1
+		fi
+		echo "deps: promtool not found; the metrics lint test will skip (install it with: apt-get install -y prometheus)"
+	fi
+fi
+# chromium (Debian's) loads the status page headless in
+# server/metrics_browser_test.go. Outside CI a missing one only makes that
+# test skip.
+if ! command -v chromium >/dev/null 2>&1; then
+	apt_install chromium || true
+	if ! command -v chromium >/dev/null 2>&1; then
+		if [ "${CI:-}" = true ]; then
+			echo "deps: chromium not found and could not be installed (needs root and apt-get: apt-get install -y chromium); CI=true requires it" >&2
+			exit 1
+		fi
+		echo "deps: chromium not found; the status page browser test will skip (install it with: apt-get install -y chromium)"
+	fi
+fi
 exit 0

@@ -26,6 +26,10 @@ func (l *Log) FlushTo(off int64) error {
 	if err := l.health.Err(); err != nil {
 		return err
 	}
+	var began time.Time
+	if l.o.OnFlush != nil {
+		began = time.Now()
+	}
 	target := l.next.Load() // load before the list: its data is in the list
 	segs := l.segs.Load().segs
 	last := segs[len(segs)-1]
@@ -59,6 +63,9 @@ func (l *Log) FlushTo(off int64) error {
 		l.flushed.Store(target)
 	}
 	l.lastFlushMs.Store(l.o.Now())
+	if l.o.OnFlush != nil {
+		l.o.OnFlush(time.Since(began))
+	}
 	return nil
 }
 

@@ -9,7 +9,8 @@ import (
 // every group (v4 batches keys). The offsets topic is created on the first
 // group lookup, as Kafka does. Transaction coordinators (key type 1) are not
 // served: COORDINATOR_NOT_AVAILABLE; other key types are INVALID_REQUEST.
-func (s *Server) handleFindCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
+func (s *Server) handleFindCoordinator(listener string, r *kmsg.FindCoordinatorRequest) kmsg.Response {
+	ep := s.endpoint(listener)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	lookup := func(key string) (int16, string) {
 		switch {
@@ -29,7 +30,7 @@ func (s *Server) handleFindCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Resp
 		for _, key := range r.CoordinatorKeys {
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
-			c.ErrorCode, c.NodeID, c.Host, c.Port = 0, s.cfg.NodeID, s.advertised.Host, s.advertised.Port
+			c.ErrorCode, c.NodeID, c.Host, c.Port = 0, s.cfg.NodeID, ep.Host, ep.Port
 			if code, msg := lookup(key); code != 0 {
 				c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port = code, &msg, -1, "", -1
 			}
@@ -37,7 +38,7 @@ func (s *Server) handleFindCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Resp
 		}
 		return resp
 	}
-	resp.NodeID, resp.Host, resp.Port = s.cfg.NodeID, s.advertised.Host, s.advertised.Port
+	resp.NodeID, resp.Host, resp.Port = s.cfg.NodeID, ep.Host, ep.Port
 	if code, msg := lookup(r.CoordinatorKey); code != 0 {
 		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, -1, "", -1
 		resp.ErrorMessage = &msg

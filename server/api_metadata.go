@@ -11,11 +11,12 @@ import (
 // handleMetadata answers Metadata v0-11: this node as the only broker and
 // controller, and the requested topics (all of them for a null list, or an
 // empty one at v0), auto-creating unknown ones when allowed.
-func (s *Server) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
+func (s *Server) handleMetadata(listener string, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Default()
 	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.cfg.NodeID, s.advertised.Host, s.advertised.Port
+	ep := s.endpoint(listener)
+	b.NodeID, b.Host, b.Port = s.cfg.NodeID, ep.Host, ep.Port
 	resp.Brokers = append(resp.Brokers, b)
 	id := s.topics.clusterID
 	resp.ClusterID = &id

@@ -173,6 +173,7 @@ func (cl *clusterNode) join() error {
 		DeleteLog:                    cl.deleteLog,
 		OnTruncate:                   cl.onTruncate,
 		IsrEligible:                  cl.brokerAlive,
+		OnISRChange:                  cl.s.onISRChange,
 		Logger:                       cl.log.With("component", "replica-manager"),
 	})
 	if err != nil {

@@ -49,6 +49,7 @@ func (s *Server) handleProduceCluster(c *conn, req *kmsg.ProduceRequest) kmsg.Re
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			p, res, code, msg := cl.produceTo(c, req, rt.Topic, rp, &sp)
+			s.noteProduce(rt.Topic, code, rp.Records)
 			if code != 0 {
 				sp.ErrorCode = code
 				if req.Version >= 8 && msg != "" {
@@ -65,12 +66,16 @@ func (s *Server) handleProduceCluster(c *conn, req *kmsg.ProduceRequest) kmsg.Re
 		resp.Topics = append(resp.Topics, st)
 	}
 	deadline := start.UnixMilli() + int64(max(req.TimeoutMillis, 0))
-	for k := range waits {
-		w := &waits[k]
-		w.w.Deadline = deadline
-		if status := replica.Await(cl.ctx, w.rp, &w.w, nowMs); status != replica.AckCommitted {
-			resp.Topics[w.ti].Partitions[w.pi].ErrorCode = status.ErrorCode()
-		}
+	if len(waits) > 0 {
+		c.parked(true, func() {
+			for k := range waits {
+				w := &waits[k]
+				w.w.Deadline = deadline
+				if status := replica.Await(cl.ctx, w.rp, &w.w, nowMs); status != replica.AckCommitted {
+					resp.Topics[w.ti].Partitions[w.pi].ErrorCode = status.ErrorCode()
+				}
+			}
+		})
 	}
 	return resp
 }
@@ -113,12 +118,17 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 	if recs, code, msg = cl.s.applyTopicCodec(c, t, recs); code != 0 {
 		return nil, none, code, msg
 	}
+	if code, msg := cl.s.checkProducerIssued(record.Batch(recs)); code != 0 {
+		return nil, none, code, msg
+	}
 	now := time.Now().UnixMilli()
 	if t.logAppendTime.Load() {
 		record.Batch(recs).SetLogAppendTime(now)
 		sp.LogAppendTime = now
 	}
+	began := cl.s.metricsStart()
 	res, err := p.AppendAsLeader(recs, req.Acks, int(t.effMinISR(cl.cfg)), now)
+	cl.s.noteAppend(began)
 	switch {
 	case err == nil:
 	case errors.Is(err, segment.ErrTooLarge): // Kafka's RecordBatchTooLargeException

@@ -188,22 +188,18 @@ func (c *Config) advertisedListeners() []Listener {
 
 // checkClusterConfig is the check across properties of the listeners and of
 // cluster mode, Kafka's KafkaConfig requirements: every listener's name is
-// in listener.security.protocol.map and speaks PLAINTEXT (the only protocol
-// strata serves until security lands); advertised listeners name listeners;
+// in listener.security.protocol.map; advertised listeners name listeners;
 // single-node mode serves one replica only; in cluster mode
-// inter.broker.listener.name is an advertised listener,
+// inter.broker.listener.name is an advertised PLAINTEXT listener (brokers
+// do not dial each other over TLS or SASL yet),
 // replica.fetch.wait.max.ms is at most replica.socket.timeout.ms and
 // replica.lag.time.max.ms, and a configured broker.id is at most
 // reserved.broker.max.id (1000: ids above are generated).
 func checkClusterConfig(c *Config) error {
 	cc := &c.Cluster
 	for _, l := range append(append([]Listener(nil), c.Listeners...), c.AdvertisedListeners...) {
-		proto, ok := cc.ListenerSecurityProtocolMap[l.Name]
-		switch {
-		case !ok:
+		if _, ok := cc.ListenerSecurityProtocolMap[l.Name]; !ok {
 			return fmt.Errorf("listener %s: name %s is not in listener.security.protocol.map (%s)", l, l.Name, showProtocolMap(cc.ListenerSecurityProtocolMap))
-		case proto != "PLAINTEXT":
-			return fmt.Errorf("listener %s: security protocol %s is not supported yet: only PLAINTEXT is served", l, proto)
 		}
 	}
 	for _, a := range c.AdvertisedListeners {
@@ -232,6 +228,8 @@ func checkClusterConfig(c *Config) error {
 	switch {
 	case !found:
 		return fmt.Errorf("inter.broker.listener.name %s must be a listener name in advertised.listeners (or listeners)", ibl)
+	case cc.ListenerSecurityProtocolMap[ibl] != protoPlaintext:
+		return fmt.Errorf("inter.broker.listener.name %s: security protocol %s between brokers is not supported yet: brokers talk PLAINTEXT", ibl, cc.ListenerSecurityProtocolMap[ibl])
 	case cc.ReplicaFetchWaitMaxMs > cc.ReplicaSocketTimeoutMs:
 		return fmt.Errorf("replica.socket.timeout.ms %d should always be at least replica.fetch.wait.max.ms %d to prevent unnecessary socket timeouts", cc.ReplicaSocketTimeoutMs, cc.ReplicaFetchWaitMaxMs)
 	case int64(cc.ReplicaFetchWaitMaxMs) > cc.ReplicaLagTimeMaxMs:

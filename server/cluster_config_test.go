@@ -78,9 +78,11 @@ func TestClusterConfigRefused(t *testing.T) {
 		want  string
 	}{
 		{[]string{"listeners=PLAINTEXT://a:1,PLAINTEXT://a:2"}, "more than once"},
-		{[]string{"listeners=SSL://h:1"}, "only PLAINTEXT"},
+		{[]string{"listeners=SSL://h:1"}, "needs ssl.keystore.location"},
 		{[]string{"listeners=INTERNAL://h:1"}, "not in listener.security.protocol.map"},
-		{[]string{"listeners=IN://h:1", "listener.security.protocol.map=IN:SASL_SSL"}, "only PLAINTEXT"},
+		{[]string{"listeners=IN://h:1", "listener.security.protocol.map=IN:SASL_PLAINTEXT"}, "GSSAPI is not supported"},
+		{[]string{zk, "listeners=IN://h:1", "listener.security.protocol.map=IN:SASL_PLAINTEXT", "inter.broker.listener.name=IN", "sasl.enabled.mechanisms=PLAIN",
+			"sasl.jaas.config=" + `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "brokers talk PLAINTEXT"},
 		{[]string{"listener.security.protocol.map=A:B"}, "unknown security protocol"},
 		{[]string{"listener.security.protocol.map=A:PLAINTEXT,a:SSL"}, "more than once"},
 		{[]string{"advertised.listeners=OTHER://h:1", "listener.security.protocol.map=OTHER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}, "names no listener"},

@@ -22,6 +22,8 @@ type clusterMember interface {
 	AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
 	ControlledShutdown(ctx context.Context, req *kmsg.ControlledShutdownRequest) (*kmsg.ControlledShutdownResponse, error)
 	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
+	AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error)
+	ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error)
 	// ReportLogDirFailure tells the controller a log dir of this broker
 	// failed (a /log_dir_event_notification znode).
 	ReportLogDirFailure()
@@ -47,6 +49,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 			DeleteTopicEnable:                  cl.cfg.DeleteTopicEnable,
 			LeaderImbalancePerBrokerPercentage: int(cc.LeaderImbalancePerBrokerPercentage),
 			InterBrokerListener:                cl.cfg.interBrokerListener(),
+			OnElection:                         cl.s.onElection,
 		},
 		ControllerSocketTimeout:      time.Duration(cc.ControllerSocketTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalanceEnable:    cc.AutoLeaderRebalanceEnable,

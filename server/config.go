@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/stratalog/strata/cleaner"
+	"github.com/stratalog/strata/internal/metrics"
 )
 
 // Config is the broker configuration, with Kafka's property names. Build one
@@ -22,32 +23,34 @@ import (
 // brokerConfigDefs (configdefs.go); a topic's effective config is a copy of
 // this one with its overrides stored through topicConfigDefs.
 type Config struct {
-	NodeID                int32      // node.id / broker.id (default 0; -1 in cluster mode: generated)
-	Listeners             []Listener // listeners (default PLAINTEXT://127.0.0.1:9092)
-	AdvertisedListeners   []Listener // advertised.listeners (default: listeners)
-	LogDirs               []string   // log.dirs / log.dir (default ./data)
-	NumPartitions         int32      // num.partitions (default 1)
-	AutoCreateTopics      bool       // auto.create.topics.enable (default true)
-	DefaultReplication    int16      // default.replication.factor (default 1; a single node serves only 1)
-	SegmentBytes          int64      // log.segment.bytes (default 1 GiB)
-	SegmentMs             int64      // log.roll.ms / log.roll.hours (default 7 days)
-	RetentionMs           int64      // log.retention.ms / .minutes / .hours (default 7 days; -1 forever; a topic's 0 deletes at once)
-	RetentionBytes        int64      // log.retention.bytes (default -1; negative: no limit; 0 keeps nothing)
-	FlushMessages         int64      // log.flush.interval.messages (default: never)
-	FlushMs               int64      // log.flush.interval.ms (default: never; 0 at the flusher's next check)
-	Preallocate           bool       // log.preallocate: fallocate segment files ahead of the writer (default false)
-	MessageMaxBytes       int32      // message.max.bytes (default 1048588)
-	SocketRequestMaxBytes int32      // socket.request.max.bytes (default 104857600)
-	ConnectionsMaxIdleMs  int64      // connections.max.idle.ms (default 600000; negative: never)
-	ShutdownTimeoutMs     int64      // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
-	MaxPartitionsPerTopic int32      // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
-	RetentionCheckMs      int64      // log.retention.check.interval.ms (default 300000)
-	TimestampType         string     // log.message.timestamp.type: CreateTime (default) or LogAppendTime
-	CleanupPolicy         string     // log.cleanup.policy: delete (default), compact or both
-	CheckpointIntervalMs  int64      // log.flush.offset.checkpoint.interval.ms (default 60000)
-	RecoveryThreads       int        // num.recovery.threads.per.data.dir (default 2)
-	DeleteTopicEnable     bool       // delete.topic.enable (default true)
-	FileDeleteDelayMs     int64      // file.delete.delay.ms: deleted topics' dirs linger (default 60000)
+	NodeID                int32             // node.id / broker.id (default 0; -1 in cluster mode: generated)
+	Listeners             []Listener        // listeners (default PLAINTEXT://127.0.0.1:9092)
+	AdvertisedListeners   []Listener        // advertised.listeners (default: listeners)
+	LogDirs               []string          // log.dirs / log.dir (default ./data)
+	NumPartitions         int32             // num.partitions (default 1)
+	AutoCreateTopics      bool              // auto.create.topics.enable (default true)
+	DefaultReplication    int16             // default.replication.factor (default 1; a single node serves only 1)
+	SegmentBytes          int64             // log.segment.bytes (default 1 GiB)
+	SegmentMs             int64             // log.roll.ms / log.roll.hours (default 7 days)
+	RetentionMs           int64             // log.retention.ms / .minutes / .hours (default 7 days; -1 forever; a topic's 0 deletes at once)
+	RetentionBytes        int64             // log.retention.bytes (default -1; negative: no limit; 0 keeps nothing)
+	FlushMessages         int64             // log.flush.interval.messages (default: never)
+	FlushMs               int64             // log.flush.interval.ms (default: never; 0 at the flusher's next check)
+	Preallocate           bool              // log.preallocate: fallocate segment files ahead of the writer (default false)
+	MessageMaxBytes       int32             // message.max.bytes (default 1048588)
+	SocketRequestMaxBytes int32             // socket.request.max.bytes (default 104857600)
+	ConnectionsMaxIdleMs  int64             // connections.max.idle.ms (default 600000; negative: never)
+	ShutdownTimeoutMs     int64             // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
+	MetricsListener       string            // strata.metrics.listener: host:port of /metrics and the status page (default 127.0.0.1:9644; empty: off)
+	metrics               *metrics.Registry // the running broker's registry (set by Start): log flushes report to it
+	MaxPartitionsPerTopic int32             // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
+	RetentionCheckMs      int64             // log.retention.check.interval.ms (default 300000)
+	TimestampType         string            // log.message.timestamp.type: CreateTime (default) or LogAppendTime
+	CleanupPolicy         string            // log.cleanup.policy: delete (default), compact or both
+	CheckpointIntervalMs  int64             // log.flush.offset.checkpoint.interval.ms (default 60000)
+	RecoveryThreads       int               // num.recovery.threads.per.data.dir (default 2)
+	DeleteTopicEnable     bool              // delete.topic.enable (default true)
+	FileDeleteDelayMs     int64             // file.delete.delay.ms: deleted topics' dirs linger (default 60000)
 	// Resource bounds, Kafka's names and defaults (conn_limits.go).
 	MaxConnections               int32            // max.connections (default unlimited): at the limit the broker stops accepting
 	MaxConnectionsPerIP          int32            // max.connections.per.ip (default unlimited): more are closed at once
@@ -93,12 +96,14 @@ type Config struct {
 	GzipLevel, LZ4Level, ZstdLevel int
 	// Cluster mode (cluster_config.go): zookeeper.connect turns it on.
 	Cluster ClusterConfig
-	Unknown []string // keys seen but not understood (warned about)
+	// Security: TLS and SASL properties (security_config.go).
+	Security SecurityConfig
+	Unknown  []string // keys seen but not understood (warned about)
 }
 
 // Listener is one NAME://host:port endpoint. The name is the listener's
 // (PLAINTEXT, or any name listener.security.protocol.map maps to a
-// protocol); only the PLAINTEXT protocol is served.
+// protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL).
 type Listener struct {
 	Name string // listener name, upper case
 	Host string
@@ -115,9 +120,12 @@ const (
 	DefaultLogDir                = "./data"
 	DefaultMessageMaxBytes       = 1048588
 	DefaultSocketRequestMaxBytes = 104857600
-	DefaultFetchMaxBytes         = 55 << 20
-	defaultSegmentBytes          = 1 << 30
-	defaultWeekMs                = 7 * 24 * 3600 * 1000
+	// DefaultMetricsListener is strata.metrics.listener's default: the
+	// port Redpanda uses for its metrics, on loopback.
+	DefaultMetricsListener = "127.0.0.1:9644"
+	DefaultFetchMaxBytes   = 55 << 20
+	defaultSegmentBytes    = 1 << 30
+	defaultWeekMs          = 7 * 24 * 3600 * 1000
 )
 
 // DefaultConfig is the embedded single-node default.
@@ -139,6 +147,7 @@ func DefaultConfig() *Config {
 		SocketRequestMaxBytes: DefaultSocketRequestMaxBytes,
 		ConnectionsMaxIdleMs:  600000,
 		ShutdownTimeoutMs:     30000,
+		MetricsListener:       DefaultMetricsListener,
 		MaxPartitionsPerTopic: DefaultMaxPartitionsPerTopic,
 		RetentionCheckMs:      300000,
 		TimestampType:         "CreateTime",
@@ -349,6 +358,9 @@ func ParseConfig(props map[string]string, order []string) (*Config, error) {
 			continue
 		}
 		d := brokerConfig(k)
+		if d == nil && c.Security.set(k, v) {
+			continue
+		}
 		if d == nil {
 			c.Unknown = append(c.Unknown, k)
 			continue
@@ -405,6 +417,9 @@ func (c *Config) Validate() error {
 	if err := checkClusterConfig(c); err != nil {
 		return bad("%v", err)
 	}
+	if err := checkSecurity(c); err != nil {
+		return bad("%v", err)
+	}
 	return nil
 }
 
@@ -430,8 +445,7 @@ func splitList(v string) []string {
 
 // parseListeners parses "NAME://host:port[,...]"; names are upper-cased,
 // as Kafka does, and must be distinct. Which protocol a name speaks is
-// listener.security.protocol.map's (checked in Validate: only PLAINTEXT is
-// served).
+// listener.security.protocol.map's (checked in Validate).
 func parseListeners(v string) ([]Listener, error) {
 	var out []Listener
 	for _, s := range splitList(v) {

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,6 +239,21 @@ func oneOf(values ...string) func(string) error {
 	}
 }
 
+// checkMetricsListener accepts "" (off) or host:port with a numeric port.
+func checkMetricsListener(v string) error {
+	if v == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port or empty: %w", v, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", v, port)
+	}
+	return nil
+}
+
 func checkCleanupPolicy(v string) error { _, err := parseCleanupPolicy(v); return err }
 
 // checkGzipLevel accepts 1-9 and -1 (the codec's default), as Kafka does.
@@ -407,6 +423,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "socket.request.max.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.SocketRequestMaxBytes }, 1)},
 	{name: "strata.max.partitions.per.topic", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.MaxPartitionsPerTopic }, 1)},
 	{name: "strata.produce.validation", typ: kmsg.ConfigTypeString, val: text(func(c *Config) *string { return &c.ProduceValidation }, oneOf("full", "header"))},
+	{name: "strata.metrics.listener", typ: kmsg.ConfigTypeString, doc: "host:port of the HTTP listener serving /metrics (Prometheus) and the status page; empty turns it off",
+		val: text(func(c *Config) *string { return &c.MetricsListener }, checkMetricsListener)},
 	{name: "strata.shutdown.timeout.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.ShutdownTimeoutMs }, 0)},
 
 	// Cluster mode (cluster_config.go): Kafka 2.8's names, defaults and
@@ -425,7 +443,7 @@ var brokerConfigDefs = sortDefs([]configDef{
 		val: field[string]{at: func(c *Config) *string { return &c.Cluster.InterBrokerListenerName }, parse: upperName, show: func(s string) string { return s }}},
 	{name: "leader.imbalance.check.interval.seconds", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.LeaderImbalanceCheckIntervalSeconds }, 1)},
 	{name: "leader.imbalance.per.broker.percentage", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.LeaderImbalancePerBrokerPercentage }, minInt)},
-	{name: "listener.security.protocol.map", typ: kmsg.ConfigTypeString, doc: "security protocol of each listener name (only PLAINTEXT is served)",
+	{name: "listener.security.protocol.map", typ: kmsg.ConfigTypeString, doc: "security protocol of each listener name (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",
 		val: field[map[string]string]{at: func(c *Config) *map[string]string { return &c.Cluster.ListenerSecurityProtocolMap }, parse: parseProtocolMap, show: showProtocolMap}},
 	{name: "min.insync.replicas", typ: kmsg.ConfigTypeInt, doc: "fewest in-sync replicas an acks=all produce needs (cluster mode)",
 		val: int32In(atMinInsyncReplicas, 1)},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/internal/metrics"
 	"github.com/stratalog/strata/record"
 )
 
@@ -31,6 +32,7 @@ type conn struct {
 	// listener is the name of the listener the connection came in on:
 	// Metadata answers with the brokers' endpoints on it.
 	listener string
+	auth     connAuth // security protocol, principal, SASL state (sasl.go)
 	log      *slog.Logger
 
 	// reserved is what the request being served holds of
@@ -45,6 +47,12 @@ type conn struct {
 	rbuf     []byte              // a request frame larger than in, reused while small
 	wbuf     []byte              // response frame, reused while small
 	rr       record.RecordReader // produce validation: reused decompression buffer
+
+	// The request being served, for its RequestMetrics (metrics.go):
+	// API key (-1 until its version checked out) and version, time waited
+	// for request memory, parked in a purgatory, writing the response.
+	mkey, mver           int16
+	queued, remote, send time.Duration
 }
 
 // inBufSize is the connection's read-ahead buffer, allocated at its first
@@ -86,6 +94,9 @@ func (c *conn) serve() {
 		}
 	}()
 	c.log.Debug("connection opened")
+	if !c.startTLS() {
+		return
+	}
 	for {
 		_ = c.nc.SetReadDeadline(c.idleDeadline())
 		if c.s.closing.Load() { // checked after the deadline: see Server.Close
@@ -168,8 +179,15 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d (socket.request.max.bytes %d)", ErrFrameSize, n, c.s.cfg.SocketRequestMaxBytes)
 	}
 	c.inR += 4
+	var began time.Time
+	if c.s.met != nil {
+		began = time.Now()
+	}
 	if !c.s.reqMem.reserve(int64(n), c.s.done) {
 		return nil, errShutdown
+	}
+	if c.s.met != nil {
+		c.queued = time.Since(began)
 	}
 	c.reserved = int64(n)
 	if int(n) <= len(c.in) {
@@ -303,9 +321,30 @@ func isFlexible(key, version int16) bool {
 	return r.IsFlexible()
 }
 
-// handle parses and serves one request. A returned error closes the
-// connection (Kafka closes it for requests it cannot parse or serve).
+// handle serves one request and, with metrics on, records its
+// RequestMetrics: count by API and version, and the time split.
 func (c *conn) handle(frame []byte) error {
+	m := c.s.met
+	if m == nil {
+		return c.serveRequest(frame)
+	}
+	c.mkey, c.remote, c.send = -1, 0, 0
+	began := time.Now()
+	err := c.serveRequest(frame)
+	if c.mkey >= 0 {
+		local := time.Since(began) - c.remote - c.send
+		m.Request(c.mkey, c.mver, &metrics.Span{RequestQueue: c.queued, Local: local, Remote: c.remote, Send: c.send})
+	}
+	c.queued = 0
+	return err
+}
+
+// serveRequest parses and serves one request. A returned error closes the
+// connection (Kafka closes it for requests it cannot parse or serve).
+func (c *conn) serveRequest(frame []byte) error {
+	if c.auth.raw {
+		return c.handleRawSASL(frame) // after SaslHandshake v0: bare tokens
+	}
 	var h reqHeader
 	body, err := parseHeader(frame, &h, isFlexible)
 	if err != nil {
@@ -323,12 +362,23 @@ func (c *conn) handle(frame []byte) error {
 		}
 		return fmt.Errorf("%w: %s v%d not in %d-%d (client %q)", ErrUnsupportedVersion, kmsg.NameForKey(h.key), h.version, rng.min, rng.max, h.clientID)
 	}
+	if err := c.preAuthAllowed(h.key); err != nil {
+		return err
+	}
 	req.SetVersion(h.version)
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
 	}
+	c.mkey, c.mver = h.key, h.version
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("request", "api", kmsg.NameForKey(h.key), "version", h.version, "correlation_id", h.corr, "client", h.clientID)
+	}
+	g, err := c.authorize(req) // ACLs (acl_gate.go)
+	if err != nil {
+		return err
+	}
+	if g != nil && g.deny != nil {
+		return c.writeResponse(&h, g.deny)
 	}
 	var resp kmsg.Response
 	switch r := req.(type) {
@@ -339,7 +389,7 @@ func (c *conn) handle(frame []byte) error {
 			resp = c.s.handleMetadataCluster(c, r)
 			break
 		}
-		resp = c.s.handleMetadata(r)
+		resp = c.s.handleMetadata(c.listener, r)
 	case *kmsg.ProduceRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleProduceCluster(c, r)
@@ -355,6 +405,9 @@ func (c *conn) handle(frame []byte) error {
 			return nil
 		}
 	case *kmsg.FetchRequest:
+		if r.ReplicaID >= 0 {
+			c.mkey = metrics.FetchFollowerKey
+		}
 		if c.s.cl != nil {
 			return c.s.handleFetchCluster(c, &h, r)
 		}
@@ -379,12 +432,14 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleAlterConfigs(r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.handleIncrementalAlterConfigs(r)
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.handleInitProducerID(c, r)
 	case *kmsg.FindCoordinatorRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleFindCoordinatorCluster(c, r)
 			break
 		}
-		resp = c.s.handleFindCoordinator(r)
+		resp = c.s.handleFindCoordinator(c.listener, r)
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.handleJoinGroup(c, &h, r)
 	case *kmsg.SyncGroupRequest:
@@ -416,14 +471,37 @@ func (c *conn) handle(frame []byte) error {
 		resp = c.s.handleControlledShutdown(r)
 	case *kmsg.AlterPartitionRequest:
 		resp = c.s.handleAlterPartition(r)
+	case *kmsg.DescribeLogDirsRequest:
+		resp = c.s.handleDescribeLogDirs(r)
 	case *kmsg.ElectLeadersRequest:
 		resp = c.s.handleElectLeaders(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp = c.s.handleAlterPartitionReassignments(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp = c.s.handleListPartitionReassignments(r)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		resp = c.s.handleOffsetForLeaderEpoch(r)
 	case *kmsg.DescribeClusterRequest:
 		resp = c.s.handleDescribeCluster(c, r)
+	case *kmsg.SASLHandshakeRequest:
+		return c.handleSaslHandshake(&h, r)
+	case *kmsg.SASLAuthenticateRequest:
+		return c.handleSaslAuthenticate(&h, r)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp = c.s.handleDescribeUserScram(r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp = c.s.handleAlterUserScram(r)
+	case *kmsg.DescribeACLsRequest:
+		resp = c.s.handleDescribeAcls(r)
+	case *kmsg.CreateACLsRequest:
+		resp = c.s.handleCreateAcls(r)
+	case *kmsg.DeleteACLsRequest:
+		resp = c.s.handleDeleteAcls(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
+	}
+	if g != nil && g.post != nil {
+		g.post(resp)
 	}
 	return c.writeResponse(&h, resp)
 }
@@ -439,6 +517,10 @@ func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.wbuf = b
+	if c.s != nil && c.s.met != nil {
+		began := time.Now()
+		defer func() { c.send += time.Since(began) }()
+	}
 	if err := c.writeAll(b); err != nil {
 		return fmt.Errorf("write response: %w", err)
 	}

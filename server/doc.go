@@ -45,7 +45,9 @@
 // DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, and the
 // group coordinator's FindCoordinator 0-4, JoinGroup 0-7, SyncGroup 0-5,
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
-// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0.
+// ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0;
+// DescribeLogDirs 0-4 (api_describe_log_dirs.go: per log dir its replicas'
+// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir).
 //
 // Configuration (configdefs.go) is one table per scope, brokerConfigDefs
 // and topicConfigDefs: each property's name, Kafka type, how its text is
@@ -116,6 +118,26 @@
 // As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type
 // is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
 // segment.bytes is RECORD_LIST_TOO_LARGE.
+//
+// Idempotent producers (franz-go's and the Java client's default):
+// InitProducerId without a transactional id hands out a new producer id
+// at epoch 0 from ProducerIDs (blocks of 1000 reserved in the first log
+// dir's producer_id_block file, or in ZooKeeper's
+// /latest_producer_id_block in cluster mode). The log checks each
+// producer's sequence (segment: producer state): a retry of one of the
+// producer's last five batches is answered with its original offsets, a gap
+// is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, a
+// sequence from a producer the partition does not know (expired, or an id
+// above every reserved block: checked here for a batch at sequence 0)
+// UNKNOWN_PRODUCER_ID. A control batch from a client is INVALID_RECORD:
+// markers come from the transaction coordinator, which appends them to the
+// partition log directly.
+//
+// Fetch at isolation level read_committed (and ListOffsets latest at
+// read_committed) stops at the last stable offset, the first offset of the
+// oldest open transaction (or the high watermark), and lists the aborted
+// transactions of the range read (from the segments' .txnindex) so the
+// client drops their records; every Fetch reports the last stable offset.
 //
 // Fetch, ListOffsets (latest) and DeleteRecords (-1) work to the log's high
 // watermark: the end of the appends that have returned. With
@@ -301,6 +323,23 @@
 // Each completed rebalance is logged with the time from the last JoinGroup
 // received to the last SyncGroup answered (Server.RebalanceStats).
 //
+// # Metrics and status page
+//
+// With strata.metrics.listener set (default 127.0.0.1:9644; empty: off) the
+// broker serves GET /metrics (Prometheus' text format, package
+// internal/metrics: Kafka's JMX names as the JMX exporter's Kafka rules make
+// them) and GET / (the status page, metrics_status.go) on an HTTP listener
+// of its own; a port that will not bind is logged and the broker serves
+// Kafka without it. Each request is counted by API and version and timed
+// (conn.handle): request queue is the wait for queued.max.request.bytes,
+// remote the time parked in a purgatory (acks=all, fetch long poll), send
+// the response's write, local the rest; response queue is zero (the
+// handler writes its own response). Produce and fetch count records and
+// bytes per topic; topics the broker does not know get no series. The
+// partition, controller, log and consumer-lag gauges are read at scrape
+// time from the broker's state (metrics_state.go). Metrics off, the hot
+// paths take no clock reading for them.
+//
 // # Cluster mode
 //
 // With zookeeper.connect (cluster_*.go, api_leader_and_isr.go,
@@ -360,7 +399,8 @@
 // topics already built, so every Metadata, DescribeCluster (v0) and
 // FindCoordinator answer copies nothing (Metadata for 1,000 partitions:
 // one allocation, well under a millisecond; BenchmarkClusterMetadata1000).
-// ControlledShutdown v1-3, AlterPartition v0-1 and ElectLeaders v0-2 go
+// ControlledShutdown v1-3, AlterPartition v0-1, ElectLeaders v0-2,
+// AlterPartitionReassignments v0 and ListPartitionReassignments v0 go
 // to the member's controller entry points (NOT_CONTROLLER unless this
 // broker is the controller; REQUEST_TIMED_OUT after
 // controller.socket.timeout.ms). OffsetForLeaderEpoch v0-4 is answered by
@@ -368,7 +408,7 @@
 //
 // Clients. Metadata lists every live broker on the listener the request
 // came in on (listeners may have several names, mapped to protocols by
-// listener.security.protocol.map; only PLAINTEXT is served), the
+// listener.security.protocol.map; see Security), the
 // controller, and per partition the leader, leader epoch, replicas, ISR and
 // offline replicas; a partition without a live leader is
 // LEADER_NOT_AVAILABLE. Unknown topics are created through ZooKeeper when
@@ -440,5 +480,38 @@
 // connections drain, parked acks=-1 produces are answered, the replica
 // fetchers stop (a last high-watermark checkpoint), the membership ends
 // (closing the session removes the registration at once), and the logs
-// close with their checkpoints and the clean-shutdown marker.
+// close with their checkpoints and the clean-shutdown marker.//
+// # Security
+//
+// Each listener speaks the protocol listener.security.protocol.map gives
+// its name (security_config.go): PLAINTEXT; SSL and SASL_SSL wrap the
+// connection in crypto/tls (tls.go: TLS 1.2+, PEM key and trust stores,
+// ssl.client.auth, the key store reloaded when its file changes; the
+// handshake runs on the connection's goroutine within
+// connections.max.idle.ms, and a failed one closes the connection, logged);
+// SASL_PLAINTEXT and SASL_SSL start unauthenticated (sasl.go): only
+// ApiVersions, SaslHandshake and SaslAuthenticate are served until the
+// exchange succeeds, any other request closes the connection. SaslHandshake
+// v1 is followed by SaslAuthenticate requests; after v0 the tokens are bare
+// size-prefixed frames. Mechanisms are package security's PLAIN (users from
+// the listener's JAAS property) and SCRAM-SHA-256/512 (credentials from
+// scram_store.go: UsersFile on a single node, /config/users/<user> in
+// ZooKeeper, read at each authentication). A failure is answered
+// SASL_AUTHENTICATION_FAILED (v0 handshake: no answer) after
+// connection.failed.authentication.delay.ms on the connection's own
+// goroutine, and closes the connection. A connection's principal is
+// User:ANONYMOUS, User:<certificate DN> or User:<SASL user>.
+//
+// Fetch under TLS cannot use sendfile: the regions are read into a pooled
+// 64 KiB buffer and written through the TLS connection (copyRegion).
+//
+// With authorizer.class.name, acl_gate.go authorizes each request before
+// its handler, with the operations KafkaApis checks, through package
+// security's Authorizer over the bindings of acl.go (ACLsFile on a single
+// node; /kafka-acl and /kafka-acl-extended/prefixed znodes in a cluster,
+// reloaded on /kafka-acl-changes and /kafka-acl-extended-changes
+// notifications). Refused entries are cut from the request and answered
+// with Kafka's authorization errors beside the handler's answer for the
+// rest; a consumer Fetch with a refused topic is answered with the refused
+// partitions' errors only; a refused acks=0 Produce closes the connection.
 package server

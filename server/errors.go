@@ -34,3 +34,8 @@ var (
 	// InconsistentClusterIdException); the broker refuses to start.
 	ErrInconsistentClusterID = errors.New("server: the log dirs belong to another cluster")
 )
+
+// ErrUnauthenticated is a request a SASL listener's connection sent
+// before it authenticated, or a failed authentication; the connection is
+// closed.
+var ErrUnauthenticated = errors.New("server: not authenticated")

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stratalog/strata/internal/metrics"
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/producer"
 )
 
 // Options are the Go-level knobs that are not Kafka properties.
@@ -39,11 +42,13 @@ type Server struct {
 	groups *coordinator // the group coordinator
 
 	listeners     []net.Listener
-	advertised    Listener       // what Metadata tells clients to dial
-	advertisedAll []Listener     // every advertised listener, bound ports resolved
-	cl            *clusterNode   // cluster mode (zookeeper.connect), nil on a single node
-	limits        *connLimits    // max.connections, max.connections.per.ip
-	reqMem        *requestMemory // queued.max.request.bytes
+	advertised    Listener        // what Metadata tells clients to dial
+	advertisedAll []Listener      // every advertised listener, bound ports resolved
+	cl            *clusterNode    // cluster mode (zookeeper.connect), nil on a single node
+	limits        *connLimits     // max.connections, max.connections.per.ip
+	reqMem        *requestMemory  // queued.max.request.bytes
+	sec           *serverSecurity // TLS and SASL of the listeners (sasl.go)
+	acls          *aclStore       // authorizer.class.name (acl.go)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -63,8 +68,17 @@ type Server struct {
 	// decompression is the produce path's decompression memory budget
 	// (produce_memory.go); maxDecompressed caps what one batch may
 	// decompress to (0: record.MaxDecompressedSize; tests lower it).
+	pidOnce sync.Once
+	pids    *producer.Blocks // ProducerIDs
+
 	decompression   *memBudget
 	maxDecompressed atomic.Int64
+
+	// met is the broker's metrics (metrics.go), nil when
+	// strata.metrics.listener is empty; metricsLn and metricsSrv serve it.
+	met        *metrics.Registry
+	metricsLn  net.Listener
+	metricsSrv *http.Server
 }
 
 // Start loads the log dirs (meta.properties, topic table, partition logs),
@@ -104,6 +118,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		decompression:   newMemBudget(DecompressionBudget),
 		onLogDirOffline: o.OnLogDirOffline,
 	}
+	s.startMetrics()
 	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger, o.FS)
 	cm, err := newCleaner(cfg, s.topics)
 	if err != nil {
@@ -115,7 +130,16 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	} else {
 		err = s.topics.load()
 	}
+	if err == nil {
+		err = s.startSecurity()
+	}
+	if err == nil {
+		err = s.startACLs()
+	}
 	if err != nil {
+		if s.cl != nil {
+			_ = s.cl.close()
+		}
 		_ = s.topics.close()
 		return nil, err
 	}
@@ -142,6 +166,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		s.groups.startLoading()
 	}
 	cm.Start()
+	s.serveMetrics()
 	s.bgWG.Add(1)
 	go s.groups.expiryLoop()
 	s.bgWG.Add(1)
@@ -149,7 +174,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	s.bgWG.Add(1)
 	go s.logDirFailureLoop()
 	for i, ln := range s.listeners {
-		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.advertised.String(),
+		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.endpoint(cfg.Listeners[i].Name).String(),
 			"node_id", s.NodeID(), "cluster_id", s.ClusterID(), "log_dirs", cfg.LogDirs)
 		s.accWG.Add(1)
 		go s.acceptLoop(ln, cfg.Listeners[i].Name)
@@ -159,6 +184,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 
 // abortStart undoes a start that failed after the logs were opened.
 func (s *Server) abortStart() {
+	s.met.Close()
 	for _, o := range s.listeners {
 		o.Close()
 	}
@@ -269,8 +295,9 @@ func (s *Server) acceptLoop(ln net.Listener, listener string) {
 			s.limits.releaseSlot()
 			continue
 		}
-		c := newConn(s, nc)
+		c := newConn(s, s.secureConn(nc, listener))
 		c.ip, c.listener = ip, listener
+		c.initAuth()
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
@@ -343,6 +370,7 @@ func (s *Server) Close() error {
 		<-finished
 	}
 	s.groups.close()
+	s.stopMetrics()
 	s.bgWG.Wait()
 	var clusterErr error
 	if s.cl != nil {

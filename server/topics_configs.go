@@ -92,6 +92,9 @@ func segmentOptions(c *Config, log *slog.Logger) (*segment.Options, error) {
 		ExplicitZeros:  true,
 		Logger:         log,
 	}).EnsureDefaults()
+	if m := c.metrics; m != nil {
+		o.OnFlush = m.LogFlush.Observe
+	}
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}

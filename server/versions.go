@@ -22,23 +22,33 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.AlterConfigs), 0, 2},
 	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
 	{int16(kmsg.FindCoordinator), 0, 4},
+	{int16(kmsg.InitProducerID), 0, 4},
 	{int16(kmsg.JoinGroup), 0, 7},
 	{int16(kmsg.SyncGroup), 0, 5},
 	{int16(kmsg.Heartbeat), 0, 4},
 	{int16(kmsg.LeaveGroup), 0, 4},
 	{int16(kmsg.OffsetCommit), 0, 8},
 	{int16(kmsg.OffsetFetch), 1, 8},
+	{int16(kmsg.DescribeLogDirs), 0, 4},
 	{int16(kmsg.ListGroups), 0, 4},
 	{int16(kmsg.DescribeGroups), 0, 5},
 	{int16(kmsg.DeleteGroups), 0, 2},
 	{int16(kmsg.OffsetDelete), 0, 0},
+	{int16(kmsg.SASLHandshake), 0, 1},
+	{int16(kmsg.SASLAuthenticate), 0, 2},
+	{int16(kmsg.DescribeUserSCRAMCredentials), 0, 0},
+	{int16(kmsg.AlterUserSCRAMCredentials), 0, 0},
+	{int16(kmsg.DescribeACLs), 0, 3},
+	{int16(kmsg.CreateACLs), 0, 3},
+	{int16(kmsg.DeleteACLs), 0, 3},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:
 // the controller's requests to brokers (LeaderAndIsr, UpdateMetadata,
 // StopReplica at the versions kmsg v1.15.1 encodes as Kafka does), the
 // requests to the controller (ControlledShutdown from v1: v0 has a header
-// without client id; AlterPartition v0-1, topics by name; ElectLeaders),
+// without client id; AlterPartition v0-1, topics by name; ElectLeaders;
+// AlterPartitionReassignments and ListPartitionReassignments v0),
 // the followers' OffsetForLeaderEpoch, and DescribeCluster.
 var clusterAPIs = []apiRange{
 	{int16(kmsg.LeaderAndISR), 0, 5},
@@ -47,6 +57,8 @@ var clusterAPIs = []apiRange{
 	{int16(kmsg.ControlledShutdown), 1, 3},
 	{int16(kmsg.OffsetForLeaderEpoch), 0, 4},
 	{int16(kmsg.ElectLeaders), 0, 2},
+	{int16(kmsg.AlterPartitionAssignments), 0, 0},
+	{int16(kmsg.ListPartitionReassignments), 0, 0},
 	{int16(kmsg.AlterPartition), 0, 1},
 	{int16(kmsg.DescribeCluster), 0, 0},
 }

@@ -51,7 +51,13 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 			recoverCommand(),
 			compactCommand(),
 			groupsCommand(),
+			mirrorCommand(),
+			aclsCommand(),
+			configsCommand(),
 			topicsCommand(),
+			reassignCommand(),
+			electLeadersCommand(),
+			logDirsCommand(),
 			versionCommand(),
 		},
 		// --version (-v) prints "strata version ..." as "strata version" does.

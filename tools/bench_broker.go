@@ -20,7 +20,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--idempotent] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -40,6 +40,10 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
+  idempotent  with --idempotent, after the produce phase: the N records again
+           with an idempotent producer (acks=all, InitProducerId, sequence
+           checks) to a topic of its own, reported beside the plain rate
+           (issue 19's floor: 0.9 of it);
 The topics are created with segment.bytes=--segment-bytes when given (rolls
 during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
@@ -64,14 +68,18 @@ Examples:
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
 			&cli.Int64Flag{Name: "segment-bytes", Usage: "segment.bytes of the topics created (default: the broker's)"},
+			&cli.BoolFlag{Name: "idempotent", Usage: "each run also produces the N records with an idempotent producer (acks=all) to a topic of its own, reported beside the plain rate"},
 			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the latency topic (default: the broker's)"},
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
+			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
 			&cli.StringFlag{Name: "trace", Usage: "write a runtime execution trace of the whole process to FILE"},
+			&cli.StringFlag{Name: "security-protocol", Value: "PLAINTEXT", Usage: "in-process broker: also measure over a listener of this protocol (SSL, SASL_PLAINTEXT, SASL_SSL), each figure beside PLAINTEXT's of the same run"},
+			&cli.StringFlag{Name: "sasl-mechanism", Value: "PLAIN", Usage: "with a SASL --security-protocol: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		},
 		Action: runBenchBroker,
@@ -98,8 +106,10 @@ type benchBrokerConfig struct {
 	fetchPartBytes int32
 	runs           int
 	topicPrefix    string
-	segmentBytes   int64 // topic segment.bytes, 0: the broker's
-	retentionBytes int64 // topic retention.bytes, 0: the broker's
+	segmentBytes   int64    // topic segment.bytes, 0: the broker's
+	retentionBytes int64    // topic retention.bytes, 0: the broker's
+	idempotent     bool     // --idempotent: an idempotent produce phase too
+	metrics        []string // in-process brokers: "on", "off"
 }
 
 // topicConfigs are the configs a bench topic is created with: retention.bytes
@@ -138,11 +148,25 @@ type BenchBrokerResult struct {
 	LoadAvg1               float64 `json:"loadavg_1m"`
 	BenchBrokerFigures
 	Modes []BenchBrokerFigures `json:"modes"`
+	// MetricsOnVsOff (--metrics both): per validation mode, the median
+	// records/s with metrics on divided by that with metrics off.
+	MetricsOnVsOff []MetricsOverhead `json:"metrics_on_vs_off,omitempty"`
+}
+
+// MetricsOverhead is the throughput ratio metrics on / metrics off.
+type MetricsOverhead struct {
+	Validation string  `json:"validation"`
+	Produce    float64 `json:"produce"`
+	Consume    float64 `json:"consume"`
 }
 
 // BenchBrokerFigures are one validation mode's medians.
 type BenchBrokerFigures struct {
 	Validation            string    `json:"validation"`
+	SecurityProtocol      string    `json:"security_protocol"`
+	ProduceVsPlaintext    float64   `json:"produce_vs_plaintext,omitempty"`
+	ConsumeVsPlaintext    float64   `json:"consume_vs_plaintext,omitempty"`
+	Metrics               string    `json:"metrics,omitempty"` // in-process broker: strata.metrics.listener on or off
 	ProduceSeconds        float64   `json:"produce_seconds"`
 	ProduceRecordsPerSec  float64   `json:"produce_records_per_sec"`
 	ProduceMBps           float64   `json:"produce_mb_per_sec"`
@@ -162,6 +186,12 @@ type BenchBrokerFigures struct {
 	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
 	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
 	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
+	// With --idempotent: the idempotent producer's rate (acks=all), and
+	// its ratio to the plain produce rate of the same runs (issue 19's
+	// floor: 0.9).
+	IdempotentProduceRecordsPerSec  float64   `json:"idempotent_produce_records_per_sec,omitempty"`
+	IdempotentVsPlain               float64   `json:"idempotent_vs_plain,omitempty"`
+	IdempotentProduceRecordsPerSecs []float64 `json:"idempotent_produce_records_per_sec_runs,omitempty"`
 }
 
 func runBenchBroker(c *cli.Context) error {
@@ -171,7 +201,7 @@ func runBenchBroker(c *cli.Context) error {
 		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
-		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"),
+		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -190,6 +220,24 @@ func runBenchBroker(c *cli.Context) error {
 	modes, err := benchValidationModes(c.String("validation"), cfg.bootstrap != "")
 	if err != nil {
 		return err
+	}
+	sec, err := parseBenchSecurity(c.String("security-protocol"), c.String("sasl-mechanism"))
+	if err != nil {
+		return err
+	}
+	if sec != nil && cfg.bootstrap != "" {
+		return usageErr("--security-protocol needs the in-process broker")
+	}
+	switch c.String("metrics") {
+	case "on", "off":
+		cfg.metrics = []string{c.String("metrics")}
+	case "both":
+		if cfg.bootstrap != "" {
+			return usageErr("--metrics both needs the in-process broker")
+		}
+		cfg.metrics = []string{"on", "off"}
+	default:
+		return usageErr("--metrics must be on, off or both, not %q", c.String("metrics"))
 	}
 	if cfg.bootstrap != "" {
 		// Only the driver runs here: see DriverGCPercent.
@@ -225,14 +273,30 @@ func runBenchBroker(c *cli.Context) error {
 		LoadAvg1: loadAvg1(),
 	}
 	for _, mode := range modes {
-		figs, boot, err := benchBrokerMode(c, cfg, mode)
+		figs, boot, err := benchBrokerMode(c, cfg, mode, nil)
 		if err != nil {
 			return err
 		}
 		if res.InProcess {
 			res.Bootstrap = boot
 		}
-		res.Modes = append(res.Modes, figs)
+		res.Modes = append(res.Modes, figs...)
+		if len(figs) == 2 && figs[1].ProduceRecordsPerSec > 0 && figs[1].ConsumeRecordsPerSec > 0 {
+			res.MetricsOnVsOff = append(res.MetricsOnVsOff, MetricsOverhead{Validation: mode,
+				Produce: figs[0].ProduceRecordsPerSec / figs[1].ProduceRecordsPerSec,
+				Consume: figs[0].ConsumeRecordsPerSec / figs[1].ConsumeRecordsPerSec,
+			})
+		}
+		if sec != nil {
+			sf, _, err := benchBrokerMode(c, cfg, mode, sec)
+			if err != nil {
+				return err
+			}
+			for i := range sf {
+				sf[i].ProduceVsPlaintext, sf[i].ConsumeVsPlaintext = sf[i].ProduceMBps/figs[i].ProduceMBps, sf[i].ConsumeMBps/figs[i].ConsumeMBps
+			}
+			res.Modes = append(res.Modes, sf...)
+		}
 	}
 	res.BenchBrokerFigures = res.Modes[0]
 	if c.Bool("json") {
@@ -260,71 +324,143 @@ func benchValidationModes(v string, external bool) ([]string, error) {
 
 // benchBrokerMode runs --runs rounds against one broker (started here for
 // the in-process modes) and returns the medians and the bootstrap address.
-func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string) (BenchBrokerFigures, string, error) {
-	figs := BenchBrokerFigures{Validation: mode}
+// With --metrics both it starts two in-process brokers, metrics on and
+// off, and alternates the runs between them (the first of each pair
+// alternating too), so drift in the machine's load falls on both alike.
+// With sec the clients connect through its secure listener.
+func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *benchSecurity) ([]BenchBrokerFigures, string, error) {
 	boot := cfg.bootstrap
-	if boot == "" {
-		dir, err := os.MkdirTemp("", "strata-bench-broker-")
-		if err != nil {
-			return figs, "", failErr(err)
-		}
-		defer os.RemoveAll(dir)
-		srv, err := startBenchServer(dir, mode, c.App.ErrWriter, cfg.retentionBytes > 0)
-		if err != nil {
-			return figs, "", failErr(err)
-		}
-		defer srv.Close()
-		boot = srv.Addr().String()
+	type target struct {
+		metrics string
+		boot    string
+		tgt     benchTarget
+		acc     benchAcc
 	}
-	var prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
-	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs), "bench broker ("+mode+")")
+	var targets []*target
+	protocol := "PLAINTEXT"
+	if boot == "" {
+		for _, m := range cfg.metrics {
+			dir, err := os.MkdirTemp("", "strata-bench-broker-")
+			if err != nil {
+				return nil, "", failErr(err)
+			}
+			defer os.RemoveAll(dir)
+			var extra []string
+			if sec != nil {
+				if extra, err = sec.overrides(dir); err != nil {
+					return nil, "", failErr(err)
+				}
+			}
+			srv, err := startBenchServer(dir, mode, m == "on", c.App.ErrWriter, cfg.retentionBytes > 0, extra...)
+			if err != nil {
+				return nil, "", failErr(err)
+			}
+			defer srv.Close()
+			tg := &target{metrics: m, boot: srv.Addr().String()}
+			tg.tgt = brokerTarget(tg.boot)
+			if sec != nil {
+				if err := sec.addUser(tg.boot); err != nil {
+					return nil, "", failErr(err)
+				}
+				protocol = sec.String()
+				tg.tgt.seeds, tg.tgt.conn = []string{srv.ListenerAddr(sec.protocol).String()}, sec.clientOpts()
+			}
+			targets = append(targets, tg)
+		}
+		boot = targets[0].boot
+	} else {
+		targets = []*target{{boot: boot, tgt: brokerTarget(boot)}}
+	}
+	phases := int64(2)
+	if cfg.idempotent {
+		phases = 3
+	}
+	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
-		l, err := loopbackLimit(256 << 20)
-		if err != nil {
-			return figs, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+		for k := range targets {
+			tg := targets[(k+run)%len(targets)]
+			l, err := loopbackLimit(256 << 20)
+			if err != nil {
+				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+			}
+			r, err := benchBrokerRun(cfg, brokerTarget(tg.boot), fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), bar)
+			if err != nil {
+				return nil, boot, err
+			}
+			tg.acc.add(cfg, r, l)
 		}
-		lim = append(lim, l)
-		r, err := benchBrokerRun(cfg, brokerTarget(boot), fmt.Sprintf("%s-%s-%d-%d", cfg.topicPrefix, mode, time.Now().UnixNano(), run), bar)
-		if err != nil {
-			return figs, boot, err
-		}
-		prodS = append(prodS, r.produce.Seconds())
-		prodR = append(prodR, float64(cfg.records)/r.produce.Seconds())
-		prodMB = append(prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
-		consS = append(consS, r.consume.Seconds())
-		consR = append(consR, float64(cfg.records)/r.consume.Seconds())
-		consMB = append(consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
-		prodCPU, consCPU = append(prodCPU, r.produceCPU.Seconds()), append(consCPU, r.consumeCPU.Seconds())
-		p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
-		figs.LatencyRecords = r.latencyRecords
 	}
 	bar.done()
-	figs.ProduceRecordsPerSecs = append([]float64(nil), prodR...)
-	figs.ConsumeRecordsPerSecs = append([]float64(nil), consR...)
-	figs.LatencyP99Runs = append([]float64(nil), p99...)
-	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(prodS), median(prodR), median(prodMB)
-	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(consS), median(consR), median(consMB)
-	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
-	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(prodCPU), median(consCPU)
-	figs.LimitLoopbackMBps = median(lim)
+	out := make([]BenchBrokerFigures, len(targets))
+	for i, tg := range targets {
+		out[i] = tg.acc.figures(mode)
+		out[i].Metrics, out[i].SecurityProtocol = tg.metrics, protocol
+	}
+	return out, boot, nil
+}
+
+// benchAcc collects one broker's runs.
+type benchAcc struct {
+	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim, idemR []float64
+	latencyRecords                                                                                 int
+}
+
+func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
+	a.lim = append(a.lim, limit)
+	a.prodS = append(a.prodS, r.produce.Seconds())
+	a.prodR = append(a.prodR, float64(cfg.records)/r.produce.Seconds())
+	a.prodMB = append(a.prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
+	a.consS = append(a.consS, r.consume.Seconds())
+	a.consR = append(a.consR, float64(cfg.records)/r.consume.Seconds())
+	a.consMB = append(a.consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
+	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
+	if r.produceIdem > 0 {
+		a.idemR = append(a.idemR, float64(cfg.records)/r.produceIdem.Seconds())
+	}
+	a.p50, a.p99, a.p999, a.pmax = append(a.p50, r.p50), append(a.p99, r.p99), append(a.p999, r.p999), append(a.pmax, r.max)
+	a.latencyRecords = r.latencyRecords
+}
+
+func (a *benchAcc) figures(mode string) BenchBrokerFigures {
+	figs := BenchBrokerFigures{Validation: mode, LatencyRecords: a.latencyRecords}
+	figs.ProduceRecordsPerSecs = append([]float64(nil), a.prodR...)
+	figs.ConsumeRecordsPerSecs = append([]float64(nil), a.consR...)
+	figs.LatencyP99Runs = append([]float64(nil), a.p99...)
+	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(a.prodS), median(a.prodR), median(a.prodMB)
+	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(a.consS), median(a.consR), median(a.consMB)
+	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(a.p50), median(a.p99), median(a.p999), median(a.pmax)
+	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(a.prodCPU), median(a.consCPU)
+	if len(a.idemR) > 0 {
+		figs.IdempotentProduceRecordsPerSecs = append([]float64(nil), a.idemR...)
+		figs.IdempotentProduceRecordsPerSec = median(a.idemR)
+		figs.IdempotentVsPlain = figs.IdempotentProduceRecordsPerSec / figs.ProduceRecordsPerSec
+	}
+	figs.LimitLoopbackMBps = median(a.lim)
 	if figs.LimitLoopbackMBps > 0 {
 		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
 		figs.ConsumeVsLimit = figs.ConsumeMBps / figs.LimitLoopbackMBps
 	}
-	return figs, boot, nil
+	return figs
 }
 
 // startBenchServer starts a broker on an ephemeral loopback port; its logs
 // go to w at warn level and above.
-func startBenchServer(dir, validation string, w io.Writer, retention bool) (*server.Server, error) {
+// metrics turns strata.metrics.listener on (an ephemeral loopback port)
+// or off; extra overrides come last (--security-protocol's listeners).
+func startBenchServer(dir, validation string, metrics bool, w io.Writer, retention bool, extra ...string) (*server.Server, error) {
 	ov := []string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + dir,
 		"strata.produce.validation=" + validation,
+		"strata.metrics.listener=",
+	}
+	if metrics {
+		ov[len(ov)-1] += "127.0.0.1:0"
 	}
 	if retention {
 		ov = append(ov, "log.retention.check.interval.ms=500")
 	}
+	ov = append(ov, extra...) // later wins: --security-protocol's listeners
 	cfg, err := server.LoadConfig("", ov, nil)
 	if err != nil {
 		return nil, err
@@ -344,9 +480,20 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)
 	}
 	for _, m := range res.Modes {
-		fmt.Fprintf(w, "  validation %s\n", m.Validation)
+		head := "  validation " + m.Validation + ", " + m.SecurityProtocol
+		if m.Metrics != "" {
+			head += ", metrics " + m.Metrics
+		}
+		fmt.Fprintln(w, head)
+		if m.ProduceVsPlaintext > 0 {
+			fmt.Fprintf(w, "    vs PLAINTEXT of the same run: produce %.3f, consume %.3f\n", m.ProduceVsPlaintext, m.ConsumeVsPlaintext)
+		}
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
+		if m.IdempotentProduceRecordsPerSec > 0 {
+			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f\n",
+				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain)
+		}
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
 		fmt.Fprintf(w, "    process CPU: produce %.2f s (%.2f cores), consume %.2f s (%.2f cores)\n",
@@ -355,6 +502,9 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 			fmt.Fprintf(w, "    latency  at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records)\n",
 				res.LatencyRate, m.LatencyP50Ms, m.LatencyP99Ms, m.LatencyP999Ms, m.LatencyMaxMs, m.LatencyRecords)
 		}
+	}
+	for _, o := range res.MetricsOnVsOff {
+		fmt.Fprintf(w, "  metrics on / off (validation %s): produce %.3f, consume %.3f (median records/s, runs alternating)\n", o.Validation, o.Produce, o.Consume)
 	}
 }
 

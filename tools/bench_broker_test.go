@@ -143,3 +143,31 @@ func TestBenchBrokerSegmentBytes(t *testing.T) {
 		t.Errorf("--segment-bytes -1: exit %d", code)
 	}
 }
+
+// TestBenchBrokerMetricsBoth: --metrics both measures two in-process
+// brokers, metrics on and off, with the runs alternating, and reports the
+// on/off throughput ratio.
+func TestBenchBrokerMetricsBoth(t *testing.T) {
+	out, errOut, code := run(t, "bench", "broker", "--records", "2000", "--runs", "2", "--latency-seconds", "0", "--validation", "full", "--metrics", "both", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res BenchBrokerResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(res.Modes) != 2 || res.Modes[0].Metrics != "on" || res.Modes[1].Metrics != "off" {
+		t.Fatalf("modes: %+v", res.Modes)
+	}
+	for _, m := range res.Modes {
+		if len(m.ProduceRecordsPerSecs) != 2 {
+			t.Errorf("metrics %s: %d runs, want 2", m.Metrics, len(m.ProduceRecordsPerSecs))
+		}
+	}
+	if len(res.MetricsOnVsOff) != 1 || res.MetricsOnVsOff[0].Produce <= 0 || res.MetricsOnVsOff[0].Consume <= 0 {
+		t.Fatalf("metrics_on_vs_off: %+v", res.MetricsOnVsOff)
+	}
+	if _, _, code := run(t, "bench", "broker", "--metrics", "sometimes"); code == 0 {
+		t.Error("--metrics sometimes accepted")
+	}
+}

@@ -32,7 +32,7 @@ func leafCommands(prefix string, cmds []*cli.Command) []string {
 // each) and the compacted topic "kv" (100 keyed records over 10 keys).
 func liveData(t *testing.T, addr string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,13 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 	// below), or print.
 	other := map[string]string{
 		"groups":        "Kafka protocol only",
+		"mirror":        "Kafka protocol only (a consumer group on the source, a producer on the target)",
+		"acls":          "Kafka protocol only",
+		"configs":       "Kafka protocol only",
 		"topics":        "Kafka protocol (or ZooKeeper) only",
+		"reassign":      "Kafka protocol only (AlterPartitionReassignments, ListPartitionReassignments, Metadata)",
+		"elect-leaders": "Kafka protocol only (ElectLeaders)",
+		"log-dirs":      "Kafka protocol only (DescribeLogDirs: the broker reads its own dirs)",
 		"bench broker":  "its own temporary data directory",
 		"bench cluster": "its own temporary directories (MkdirTemp under --dir) for ZooKeeper and the brokers it starts",
 		"broker":        "takes the lock itself (a second broker is tried below)",

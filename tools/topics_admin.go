@@ -50,8 +50,10 @@ var topicsAPIs = map[string][]int16{
 // dialAdmin connects to the brokers and checks that they answer and serve
 // the action's requests.
 func dialAdmin(ctx context.Context, cfg *clientConfig, action string, timeout time.Duration) (*adminBackend, error) {
+	// A broker that accepts connections but never answers (stopped) costs
+	// one request at most 10 s, then the request is retried elsewhere.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.bootstrap...), kgo.ClientID(cfg.clientID),
-		kgo.DialTimeout(timeout), kgo.RetryTimeout(timeout), kgo.RequestTimeoutOverhead(timeout))
+		kgo.DialTimeout(min(timeout, 10*time.Second)), kgo.RetryTimeout(timeout), kgo.RequestTimeoutOverhead(min(timeout, 10*time.Second)))
 	if err != nil {
 		return nil, usageErr("--bootstrap-server: %v", err)
 	}

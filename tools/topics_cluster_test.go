@@ -17,11 +17,20 @@ import (
 // cluster on a real ZooKeeper and waits until each knows them all.
 func startClusterBrokers(t *testing.T, n int) []*server.Server {
 	t.Helper()
+	bs, _ := startClusterBrokersZK(t, n)
+	return bs
+}
+
+// startClusterBrokersZK is startClusterBrokers that also returns the
+// cluster's zookeeper.connect (with its chroot).
+func startClusterBrokersZK(t *testing.T, n int) ([]*server.Server, string) {
+	t.Helper()
 	zk := zktest.Start(t)
+	connect := zk.Addr() + "/topics-test"
 	var out []*server.Server
 	for id := 1; id <= n; id++ {
 		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(),
-			"zookeeper.connect=" + zk.Addr() + "/topics-test", fmt.Sprintf("broker.id=%d", id),
+			"zookeeper.connect=" + connect, fmt.Sprintf("broker.id=%d", id),
 			"zookeeper.session.timeout.ms=4000", "controlled.shutdown.enable=false"}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +42,7 @@ func startClusterBrokers(t *testing.T, n int) []*server.Server {
 		t.Cleanup(func() { s.Close() })
 		out = append(out, s)
 	}
-	return out
+	return out, connect
 }
 
 var clusterPartitionLine = regexp.MustCompile(`Partition: 0\tLeader: (\d+)\tReplicas: (\d+,\d+,\d+)\tIsr: ([\d,]+)`)

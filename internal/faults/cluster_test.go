@@ -58,20 +58,27 @@ type cluster struct {
 
 	pidMu sync.Mutex
 	pids  map[int]int32 // broker process id -> broker id
+
+	n     int               // brokers (clusterOpts.brokers, else nBrokers)
+	final map[int32][]int32 // finish: each partition's replicas when settled
 }
 
 // clusterOpts shape a cluster: where each broker keeps its log dirs (nil
 // or "": a temp dir) and extra overrides for every broker.
 type clusterOpts struct {
-	dir   func(id int32) string
-	extra []string
+	dir     func(id int32) string
+	extra   []string
+	brokers int // 0: nBrokers
 }
 
 // newCluster lays out and starts three brokers on zs and waits until they
 // are all registered and one is the controller.
 func newCluster(t *testing.T, zs *zktest.Server, o clusterOpts) *cluster {
 	t.Helper()
-	c := &cluster{t: t, zs: zs, chroot: fmt.Sprintf("/faults-%d", chroots.Add(1)), base: t.TempDir(), pids: map[int]int32{}}
+	c := &cluster{t: t, zs: zs, chroot: fmt.Sprintf("/faults-%d", chroots.Add(1)), base: t.TempDir(), pids: map[int]int32{}, n: nBrokers}
+	if o.brokers > 0 {
+		c.n = o.brokers
+	}
 	z, err := zkc.DialZK(zkc.ZKConfig{Connect: zs.Addr() + c.chroot, SessionTimeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -79,7 +86,7 @@ func newCluster(t *testing.T, zs *zktest.Server, o clusterOpts) *cluster {
 	}
 	t.Cleanup(z.Close)
 	c.zk = z
-	for id := int32(1); id <= nBrokers; id++ {
+	for id := int32(1); id <= int32(c.n); id++ {
 		dir := filepath.Join(c.base, fmt.Sprintf("data-%d", id))
 		if o.dir != nil && o.dir(id) != "" {
 			dir = o.dir(id)
@@ -106,12 +113,12 @@ func (c *cluster) waitLive(what string) {
 	c.t.Helper()
 	c.waitFor(startTimeout, what, func() (bool, string) {
 		ids, err := c.registered()
-		if err != nil || len(ids) != nBrokers {
+		if err != nil || len(ids) != c.n {
 			return false, fmt.Sprintf("registered %v %v", ids, err)
 		}
 		for _, b := range c.b {
 			v, err := c.viewOf(b)
-			if err != nil || len(v.brokers) != nBrokers || v.controller < 1 {
+			if err != nil || len(v.brokers) != c.n || v.controller < 1 {
 				return false, fmt.Sprintf("broker %d sees brokers %v, controller %d: %v", b.id, v.brokers, v.controller, err)
 			}
 		}
@@ -346,13 +353,13 @@ func (c *cluster) waitState(timeout time.Duration, what string, cond func(map[in
 	return got
 }
 
-// waitFullISR waits until every partition is led with all three replicas
+// waitFullISR waits until every partition is led with all its replicas
 // in sync, as every running broker sees it.
 func (c *cluster) waitFullISR(what string) map[int32]partView {
 	c.t.Helper()
 	return c.waitState(settleTimeout, what, func(st map[int32]partView) bool {
 		for _, pv := range st {
-			if len(pv.isr) != nBrokers {
+			if len(pv.isr) != len(pv.replicas) {
 				return false
 			}
 		}
@@ -402,7 +409,7 @@ func (c *cluster) settle() {
 			return false, desc
 		}
 		for p, pv := range st {
-			if len(pv.isr) != nBrokers {
+			if len(pv.isr) != len(pv.replicas) {
 				return false, desc
 			}
 			hw, leo, err := c.offsets(pv.leader, p)

@@ -61,6 +61,7 @@ func TestFaults(t *testing.T) {
 		{"disk-full", scenarioDiskFull},
 		{"rolling-restart", scenarioRollingRestart},
 		{"two-down", scenarioTwoDown},
+		{"reassign", scenarioReassign},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, zs) })
 	}

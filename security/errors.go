@@ -1,0 +1,27 @@
+package security
+
+import "errors"
+
+// Sentinel errors of the security package.
+var (
+	// ErrJAAS is a sasl.jaas.config value that does not parse as Kafka's
+	// JaasConfig does.
+	ErrJAAS = errors.New("security: malformed JAAS configuration")
+	// ErrAuthentication is a failed authentication: unknown user, wrong
+	// password or a proof that does not verify. Its text never says which.
+	ErrAuthentication = errors.New("security: authentication failed")
+	// ErrSASLMessage is a SASL token that does not follow its mechanism's
+	// grammar (RFC 4616 for PLAIN, RFC 5802 for SCRAM).
+	ErrSASLMessage = errors.New("security: malformed SASL message")
+	// ErrMechanism is a SASL mechanism the broker does not offer.
+	ErrMechanism = errors.New("security: unsupported SASL mechanism")
+	// ErrCredential is a SCRAM credential text that does not parse
+	// (Kafka's "salt=...,stored_key=...,server_key=...,iterations=N").
+	ErrCredential = errors.New("security: malformed SCRAM credential")
+	// ErrPEM is a key store or trust store that is not usable PEM.
+	ErrPEM = errors.New("security: unusable PEM material")
+)
+
+// ErrACL is stored ACL data that does not parse (Kafka's znode JSON or
+// strata's ACL file).
+var ErrACL = errors.New("security: malformed ACL data")
