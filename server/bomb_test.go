@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -141,7 +143,18 @@ func liveHeap() uint64 {
 // bombs); the other client's produces all succeed. Then zstd frames
 // declaring the largest window allowed (128 MiB) take turns in the budget
 // and reuse one decoder: the heap holds one such window, not four.
+//
+// The heap is the process's: it runs in a process of its own (the test
+// binary run again for this test alone), so what it measures is this
+// broker and these clients, not what the tests before it (shuffled, run
+// -count times) left running and allocating in the same heap, and the
+// garbage allowance (GOGC=100: as much again as the heap live at the last
+// collection) is computed from this test's heap, not theirs.
 func TestDecompressionBombs(t *testing.T) {
+	if os.Getenv(bombsAloneEnv) == "" {
+		runAlone(t, "TestDecompressionBombs", bombsAloneEnv)
+		return
+	}
 	s := startServer(t, t.TempDir())
 	s.maxDecompressed.Store(32 << 20)
 	newTopic(t, s, "bomb", 1)
@@ -381,4 +394,24 @@ func mustCompressZstdFrame(t testing.TB, n int) []byte {
 	}
 	defer e.Close()
 	return e.EncodeAll(make([]byte, n), nil)
+}
+
+// bombsAloneEnv marks the process TestDecompressionBombs runs in alone.
+const bombsAloneEnv = "STRATA_TEST_BOMBS_ALONE"
+
+// runAlone runs test (a heap-measuring test) in a fresh process, the test
+// binary run again for it alone with env set, and passes on its log and
+// its verdict.
+func runAlone(t *testing.T, test, env string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s alone:\n%s", test, out)
+	if err != nil {
+		t.Fatalf("%s alone: %v", test, err)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: "+test)) {
+		t.Fatalf("%s alone did not run and pass", test)
+	}
 }

@@ -95,15 +95,19 @@ func TestPendingSyncExpires(t *testing.T) {
 	}
 	wantCode(t, "the leader's heartbeat after its sync expired", heartbeat(lc, "g-stuck", lead.MemberID, lead.Generation), kerr.UnknownMemberID)
 
-	// Both sync: nobody is removed when the timeout passes.
-	lead, follow, lc, fc = joinPair(t, s, "g-fine", timeout)
+	// Both sync: nobody is removed when the timeout passes. Both syncs must
+	// land within the rebalance timeout, so this half gives them 2 s, not
+	// 400 ms: a loaded 2-core machine held the follower's sync back past
+	// 400 ms and the broker rightly removed it (UNKNOWN_MEMBER_ID).
+	const fineTimeout = 2 * time.Second
+	lead, follow, lc, fc = joinPair(t, s, "g-fine", fineTimeout)
 	if r := lc.roundTrip(syncReq("g-fine", lead.MemberID, lead.Generation, map[string][]byte{lead.MemberID: []byte("a"), follow.MemberID: []byte("b")}), 3).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 {
 		t.Fatalf("leader's sync: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	if r := fc.roundTrip(syncReq("g-fine", follow.MemberID, follow.Generation, nil), 3).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "b" {
 		t.Fatalf("follower's sync: %v %q", kerr.ErrorForCode(r.ErrorCode), r.MemberAssignment)
 	}
-	for end := time.Now().Add(2 * timeout); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(2 * fineTimeout); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		wantCode(t, "leader's heartbeat after both synced", heartbeat(lc, "g-fine", lead.MemberID, lead.Generation), nil)
 		wantCode(t, "follower's heartbeat after both synced", heartbeat(fc, "g-fine", follow.MemberID, follow.Generation), nil)
 	}
