@@ -395,10 +395,11 @@ func (r *reassigner) verify(ctx context.Context, plan []planPartition) error {
 		return err
 	}
 	// The metadata read before the list may predate a completion the
-	// controller reports; a broker's metadata may lag the controller's a
-	// moment too: read it again (a few times) before calling a partition
-	// failed.
-	for try := 0; try < 10; try++ {
+	// controller reports; a broker's metadata may lag the controller's
+	// (its UpdateMetadata waits behind the controller's other requests on
+	// a loaded machine): read it again, for up to 10 s, before calling a
+	// partition failed.
+	for try := 0; try < 50; try++ {
 		if err := r.loadMetadata(ctx); err != nil {
 			return err
 		}
