@@ -16,8 +16,8 @@ func TestQuotaPrecedence(t *testing.T) {
 	}
 	d := quotaDefault
 	order := []struct {
-		e         quotaEntity
-		path      string
+		e          quotaEntity
+		path       string
 		tagU, tagC string // the rate (alice, c1) is measured on
 	}{
 		{ent("", d), "clients/<default>", "", "c1"},
