@@ -164,3 +164,47 @@ func TestQuotaSimulatedRate(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaNoAllocsPerRequest: quotas add no allocation to a produce or a
+// fetch request, whether none is configured (the path checks one flag),
+// one is for another client, or one applies to this client (its rate found
+// and recorded without allocating once made); recording on a rate does not
+// allocate.
+func TestQuotaNoAllocsPerRequest(t *testing.T) {
+	s := startServer(t, t.TempDir(), "strata.metrics.listener=")
+	newTopic(t, s, "qa", 1)
+	c := &conn{s: s, nc: discardConn{}, log: s.log}
+	c.initAuth()
+	frame := produceFrame(t, "qa", 10, 100)
+	work := make([]byte, len(frame))
+	produceOnce := func() {
+		copy(work, frame)
+		if err := c.handle(work); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch1 := fetchFrame(t, "qa")
+	fetchOnce := func() {
+		if err := c.handle(fetch1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := func() (float64, float64) {
+		produceOnce()
+		fetchOnce()
+		return testing.AllocsPerRun(200, produceOnce), testing.AllocsPerRun(200, fetchOnce)
+	}
+	noneP, noneF := allocs()
+	s.quotas.q.setEntity(quotaEntity{client: "other", hasClient: true}, map[string]float64{quotaProducerByteRate: 1e15})
+	otherP, otherF := allocs()
+	big := map[string]float64{quotaProducerByteRate: 1e15, quotaConsumerByteRate: 1e15, quotaRequestPercentage: 1e15}
+	s.quotas.q.setEntity(quotaEntity{client: "bench", hasClient: true}, big)
+	ownP, ownF := allocs()
+	t.Logf("allocations per request, no quota / another client's / its own: produce %v/%v/%v, fetch %v/%v/%v", noneP, otherP, ownP, noneF, otherF, ownF)
+	if otherP > noneP || ownP > noneP || otherF > noneF || ownF > noneF {
+		t.Fatalf("quotas add allocations: produce %v -> %v/%v, fetch %v -> %v/%v", noneP, otherP, ownP, noneF, otherF, ownF)
+	}
+	if n := testing.AllocsPerRun(1000, func() { s.quotas.q.record(quotaProduce, "u", "bench", 100, true) }); n != 0 {
+		t.Fatalf("recording on a rate: %v allocations", n)
+	}
+}
