@@ -254,7 +254,7 @@ func (q *quotaManager) sensor(key quotaSensorKey, nowMs int64) *rateSensor {
 		if len(q.sensors) >= maxQuotaSensors {
 			q.expireSensors(nowMs)
 		}
-		r = &rateSensor{samples: make([]rateSample, q.samples)}
+		r = &rateSensor{samples: make([]rateSample, q.samples), throttles: make([]rateSample, q.samples)}
 		q.sensors[key] = r
 	}
 	r.lastUse = nowMs
@@ -310,6 +310,7 @@ func (q *quotaManager) record(kind quotaKind, user, client string, v float64, ke
 		ms = min(ms, float64(q.windowMs))
 	}
 	ms = min(math.Round(ms), math.MaxInt32)
+	r.recordThrottle(ms, now, q.windowMs)
 	return time.Duration(ms) * time.Millisecond
 }
 
@@ -320,25 +321,59 @@ type rateSensor struct {
 	samples []rateSample
 	cur     int
 	lastUse int64 // ms; guarded by quotaManager.smu
+	// throttles are the throttle times given, for the throttle-time
+	// metric (their average over the same window, as Kafka's Avg).
+	throttles []rateSample
+	tcur      int
 }
 
 type rateSample struct {
 	start int64 // ms of the sample's first value
 	value float64
+	count int
 	used  bool
 }
 
-func (r *rateSensor) record(v float64, now, windowMs int64) {
-	s := &r.samples[r.cur]
+// advance returns the sample of ring at *cur to record into at now.
+func advance(ring []rateSample, cur *int, now, windowMs int64) *rateSample {
+	s := &ring[*cur]
 	switch {
 	case !s.used:
 		*s = rateSample{start: now, used: true}
 	case now >= s.start+windowMs:
-		r.cur = (r.cur + 1) % len(r.samples)
-		s = &r.samples[r.cur]
+		*cur = (*cur + 1) % len(ring)
+		s = &ring[*cur]
 		*s = rateSample{start: now, used: true}
 	}
-	s.value += v
+	return s
+}
+
+func (r *rateSensor) recordThrottle(ms float64, now, windowMs int64) {
+	s := advance(r.throttles, &r.tcur, now, windowMs)
+	s.value += ms
+	s.count++
+}
+
+// avgThrottle is the average throttle time (ms) given in the unexpired
+// samples, 0 without one.
+func (r *rateSensor) avgThrottle(now, windowMs int64) float64 {
+	var sum float64
+	var n int
+	for i := range r.throttles {
+		s := &r.throttles[i]
+		if s.used && now-s.start < int64(len(r.throttles))*windowMs {
+			sum += s.value
+			n += s.count
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+func (r *rateSensor) record(v float64, now, windowMs int64) {
+	advance(r.samples, &r.cur, now, windowMs).value += v
 }
 
 // rate is the sum of the unexpired samples per second of the time they

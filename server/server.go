@@ -123,6 +123,12 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	}
 	s.topics.cleaner = cm
 	s.quotas = newQuotaStore(s)
+	if s.met != nil {
+		if err := s.met.Register(quotaCollector{s.quotas.q}); err != nil {
+			s.met.Close()
+			return nil, fmt.Errorf("%w: quota metrics: %w", ErrConfig, err)
+		}
+	}
 	if cfg.Cluster.Enabled() {
 		err = s.startCluster()
 	} else {
