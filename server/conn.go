@@ -456,7 +456,7 @@ func (c *conn) serveRequest(frame []byte) error {
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.handleJoinGroup(c, &h, r)
 	case *kmsg.SyncGroupRequest:
-		resp = c.s.handleSyncGroup(r)
+		resp = c.s.handleSyncGroup(c, r)
 	case *kmsg.HeartbeatRequest:
 		resp = c.s.handleHeartbeat(r)
 	case *kmsg.LeaveGroupRequest:

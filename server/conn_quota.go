@@ -78,6 +78,19 @@ func (c *conn) setThrottle(resp kmsg.Response) time.Duration {
 	return 0
 }
 
+// quotaParked runs wait (a JoinGroup or SyncGroup parked for its
+// rebalance) and leaves its time out of request_percentage, as Kafka's
+// purgatory time is not handler thread time.
+func (c *conn) quotaParked(wait func()) {
+	if c.quota.began.IsZero() {
+		wait()
+		return
+	}
+	began := time.Now()
+	wait()
+	c.quota.parked += time.Since(began)
+}
+
 // throttleWait waits d, or until shutdown: the connection reads nothing
 // meanwhile.
 func (c *conn) throttleWait(d time.Duration) {

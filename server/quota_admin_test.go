@@ -337,3 +337,33 @@ func TestClientQuotasACL(t *testing.T) {
 		t.Fatal("bob's 24 KB at a 1000 B/s user quota: never throttled")
 	}
 }
+
+// TestRequestQuotaLeavesRebalanceWaitOut: a JoinGroup parked 1.5 s for the
+// initial rebalance delay is not serving time: a consumer under a 5%
+// request_percentage quota joins without being throttled.
+func TestRequestQuotaLeavesRebalanceWaitOut(t *testing.T) {
+	s := startServer(t, t.TempDir(), "group.initial.rebalance.delay.ms=1500")
+	setQuota(t, s, clientEntity("grp"), quotaRequestPercentage, 5, false)
+	p := newClient(t, s, kgo.DefaultProduceTopic("gq"), kgo.AllowAutoTopicCreation())
+	if err := p.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The offsets topic is made first (its creation is the first
+	// FindCoordinator's serving time), by another client.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "gq-group"
+	if resp, err := fc.RequestWith(testCtx(t), p); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %+v", err, resp)
+	}
+	var h throttleHook
+	cl := newClient(t, s, kgo.ClientID("grp"), kgo.ConsumerGroup("gq-group"), kgo.ConsumeTopics("gq"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(&h))
+	began := time.Now()
+	if fs := cl.PollRecords(testCtx(t), 1); len(fs.Records()) != 1 {
+		t.Fatalf("consumed %v %v", fs.Records(), fs.Errors())
+	}
+	t.Logf("joined and consumed in %v, %d throttles", time.Since(began), h.n.Load())
+	if n := h.n.Load(); n != 0 {
+		t.Fatalf("the consumer was throttled %d times (%v): the parked JoinGroup counted as serving time", n, time.Duration(h.total.Load()))
+	}
+}
