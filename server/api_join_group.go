@@ -50,7 +50,9 @@ func (s *Server) handleJoinGroup(c *conn, h *reqHeader, r *kmsg.JoinGroupRequest
 	}
 	g.mu.Unlock()
 	if wait != nil {
-		c.quotaParked(func() { res = awaitGroup(res, wait, s.done, joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.MemberID}) })
+		c.quotaParked(func() {
+			res = awaitGroup(res, wait, s.done, joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.MemberID})
+		})
 	}
 	return fill(res)
 }
