@@ -22,8 +22,10 @@ type configListener struct {
 	now  func() time.Time
 	last int64                // sequence number of the last notification processed, -1 for none
 	seen map[string]time.Time // when each listed notification was first seen
-	// topics gets the topics of the notifications processed, in order.
-	topics func([]string)
+	// topics gets the topics of the notifications processed, in order;
+	// brokers the broker entity names (an id or <default>).
+	topics  func([]string)
+	brokers func([]string)
 }
 
 // process handles the listed children of /config/changes; an error (a
@@ -50,7 +52,7 @@ func (l *configListener) process(kids []string) error {
 		}
 		return 0
 	})
-	var topics []string
+	var topics, brokers []string
 	var err error
 	for _, n := range notes {
 		if n.seq <= l.last {
@@ -71,6 +73,10 @@ func (l *configListener) process(kids []string) error {
 				if !slices.Contains(topics, cc.EntityName) {
 					topics = append(topics, cc.EntityName)
 				}
+			case cc.EntityType == ConfigTypeBroker:
+				if !slices.Contains(brokers, cc.EntityName) {
+					brokers = append(brokers, cc.EntityName)
+				}
 			}
 		}
 		if err != nil {
@@ -80,6 +86,9 @@ func (l *configListener) process(kids []string) error {
 	}
 	if len(topics) > 0 {
 		l.topics(topics)
+	}
+	if len(brokers) > 0 && l.brokers != nil {
+		l.brokers(brokers)
 	}
 	l.purge(kids)
 	return err
@@ -125,7 +134,15 @@ func (m *Member) watchConfigChanges() {
 			if f := m.cfg.OnTopicConfigChange; f != nil {
 				m.notes.push(func() { f(ts) })
 			}
+		},
+		brokers: func(bs []string) {
+			if f := m.cfg.OnBrokerConfigChange; f != nil {
+				m.notes.push(func() { f(bs) })
+			}
 		}}
+	if f := m.cfg.OnBrokerConfigChange; f != nil {
+		m.notes.push(func() { f(nil) })
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		kids, _, ch, err := m.zk.ChildrenW(ConfigChangesPath)

@@ -119,6 +119,10 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 					failed = true
 				}
 				r = res.Records
+				if fp.code == 0 && r.Len > 0 && cl.leaderThrottled(p, req.ReplicaID, now) {
+					r.Release() // left out while over the leader throttle (Kafka's shouldLeaderThrottle)
+					r = segment.Region{}
+				}
 			} else {
 				fp.code, r = cl.readCommitted(p, rt.Topic, rp, current, limit, req.Version)
 				fp.hw, fp.logStart = p.HighWatermark(), p.Log().LogStartOffset()
@@ -133,6 +137,9 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 				fp.region = r
 				total += r.Len
 				remaining -= r.Len
+				if follower && r.Len > 0 && cl.rm.LeaderQuota().IsThrottled(p.TopicPartition()) {
+					cl.rm.LeaderQuota().Record(r.Len, now)
+				}
 			}
 			ft.parts = append(ft.parts, fp)
 		}
@@ -142,6 +149,14 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 		cl.hwMoved.signal() // the follower's progress may have moved high watermarks
 	}
 	return topics, total, failed
+}
+
+// leaderThrottled tells whether follower's data of p is left out of this
+// response: p is one of the leader throttle's partitions, the follower is
+// not in its ISR, and the throttle's rate is above its bound.
+func (cl *clusterNode) leaderThrottled(p *replica.Partition, follower int32, now int64) bool {
+	q := cl.rm.LeaderQuota()
+	return q.IsThrottled(p.TopicPartition()) && !p.InSync(follower) && q.Exceeded(now)
 }
 
 // readCommitted is a consumer's read of one partition: the leader only,
