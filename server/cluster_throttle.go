@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/cluster"
 )
 
@@ -140,4 +142,35 @@ func (cl *clusterNode) changeBrokerConfig(entity string, configs map[string]stri
 	}
 	cl.log.Info("dynamic broker configs written", "broker", entity, "configs", configs)
 	return nil
+}
+
+// refreshThrottles reads the throttle configs again, before the Manager
+// applies a LeaderAndIsr naming partitions being reassigned
+// (adding_replicas): strata reassign --throttle writes them just before it
+// starts the move, and the config change notifications may reach this
+// broker after the controller's request, which would let the first bytes
+// of the move through unthrottled. Other requests read nothing.
+func (cl *clusterNode) refreshThrottles(req *kmsg.LeaderAndISRRequest) {
+	var topics []string
+	add := func(topic string, adding []int32) {
+		if len(adding) > 0 && !slices.Contains(topics, topic) {
+			topics = append(topics, topic)
+		}
+	}
+	for i := range req.TopicStates {
+		ts := &req.TopicStates[i]
+		for j := range ts.PartitionStates {
+			add(ts.Topic, ts.PartitionStates[j].AddingReplicas)
+		}
+	}
+	for i := range req.PartitionStates {
+		add(req.PartitionStates[i].Topic, req.PartitionStates[i].AddingReplicas)
+	}
+	if len(topics) == 0 {
+		return
+	}
+	cl.brokerConfigsChanged(nil)
+	for _, t := range topics {
+		cl.loadTopicConfig(t)
+	}
 }

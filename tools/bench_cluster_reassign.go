@@ -92,9 +92,8 @@ func (cfg *benchClusterConfig) reassignPhase(cl *benchCluster, prefix string, r 
 	if err = alterConfigsErr(resps, err); err != nil {
 		return fmt.Errorf("setting the throttle: %w", err)
 	}
-	// The brokers apply the rates when their config listener sees the
-	// notification: give it a moment before the move starts.
-	time.Sleep(500 * time.Millisecond)
+	// The brokers read the throttle configs again on the LeaderAndIsr that
+	// starts the move (refreshThrottles), so it starts throttled.
 	var bytes20 int64
 	rr.tTook, rr.tSteady, bytes20, err = moveAndTime(ctx, cl, adm, thr, a, c, target)
 	if err != nil {

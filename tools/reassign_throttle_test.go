@@ -78,7 +78,7 @@ func TestReassignThrottle(t *testing.T) {
 	plan := writeFile(t, "plan.json", `{"version":1,"partitions":[{"topic":"thr","partition":0,"replicas":[1,2,3]}]}`)
 	// A steady producer while the data moves: each record acknowledged.
 	var stop atomic.Bool
-	var acked, slow atomic.Int64
+	var waits []time.Duration // of each acknowledged record; read after done
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -88,10 +88,7 @@ func TestReassignThrottle(t *testing.T) {
 				t.Errorf("produce during the move: %v", err)
 				return
 			}
-			acked.Add(1)
-			if time.Since(start) > 5*time.Second {
-				slow.Add(1)
-			}
+			waits = append(waits, time.Since(start))
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
@@ -134,15 +131,24 @@ func TestReassignThrottle(t *testing.T) {
 	<-done
 	moved := float64(fill * size)
 	got := moved / elapsed.Seconds()
-	t.Logf("moved %.0f bytes in %v: %.0f B/s at a throttle of %d B/s; %d records produced meanwhile", moved, elapsed, got, rate, acked.Load())
+	var sum time.Duration
+	for _, w := range waits {
+		sum += w
+	}
+	mean := sum / time.Duration(max(len(waits), 1))
+	t.Logf("moved %.0f bytes in %v: %.0f B/s at a throttle of %d B/s; %d records produced meanwhile, mean wait %v", moved, elapsed, got, rate, len(waits), mean)
 	// The burst a fresh quota allows is one window (num-1 samples): the
 	// rate cannot exceed (moved)/(moved/rate - 1 s) much; unthrottled the
 	// move takes a fraction of a second.
 	if got > 2*rate || got < rate/5 {
 		t.Errorf("moved at %.0f B/s, want about %d (between %d and %d)", got, rate, rate/5, 2*rate)
 	}
-	if acked.Load() < 3 || slow.Load() > 0 {
-		t.Errorf("producer during the move: %d acknowledged, %d took over 5 s", acked.Load(), slow.Load())
+	// The ISR (1, 2) is not throttled: acks=all waits for broker 2's
+	// fetches, which the leader throttle must not hold back (about 2 ms
+	// a record on average here; 60-230 ms when it throttled in-sync
+	// followers too).
+	if len(waits) < 3 || mean > 25*time.Millisecond {
+		t.Errorf("producer during the move: %d acknowledged, mean wait %v (want under 25 ms)", len(waits), mean)
 	}
 	if !strings.Contains(verified.stdout, "Throttle was removed.") {
 		t.Errorf("verify did not remove the throttle: %q", verified.stdout)
