@@ -22,8 +22,10 @@ type configListener struct {
 	now  func() time.Time
 	last int64                // sequence number of the last notification processed, -1 for none
 	seen map[string]time.Time // when each listed notification was first seen
-	// topics gets the topics of the notifications processed, in order.
-	topics func([]string)
+	// topics gets the topics of the notifications processed, in order;
+	// brokers the broker entity names (an id or <default>).
+	topics  func([]string)
+	brokers func([]string)
 	// entities gets the other entities' paths below /config (users/U,
 	// users/U/clients/C, clients/C...), in order; nil: dropped.
 	entities func([]string)
@@ -53,7 +55,7 @@ func (l *configListener) process(kids []string) error {
 		}
 		return 0
 	})
-	var topics, entities []string
+	var topics, brokers, entities []string
 	var err error
 	for _, n := range notes {
 		if n.seq <= l.last {
@@ -74,6 +76,10 @@ func (l *configListener) process(kids []string) error {
 				if !slices.Contains(topics, cc.EntityName) {
 					topics = append(topics, cc.EntityName)
 				}
+			case cc.EntityType == ConfigTypeBroker:
+				if !slices.Contains(brokers, cc.EntityName) {
+					brokers = append(brokers, cc.EntityName)
+				}
 			default:
 				if p := cc.EntityPath(); !slices.Contains(entities, p) {
 					entities = append(entities, p)
@@ -87,6 +93,9 @@ func (l *configListener) process(kids []string) error {
 	}
 	if len(topics) > 0 {
 		l.topics(topics)
+	}
+	if len(brokers) > 0 && l.brokers != nil {
+		l.brokers(brokers)
 	}
 	if len(entities) > 0 && l.entities != nil {
 		l.entities(entities)
@@ -136,11 +145,19 @@ func (m *Member) watchConfigChanges() {
 				m.notes.push(func() { f(ts) })
 			}
 		},
+		brokers: func(bs []string) {
+			if f := m.cfg.OnBrokerConfigChange; f != nil {
+				m.notes.push(func() { f(bs) })
+			}
+		},
 		entities: func(ps []string) {
 			if f := m.cfg.OnEntityConfigChange; f != nil {
 				m.notes.push(func() { f(ps) })
 			}
 		}}
+	if f := m.cfg.OnBrokerConfigChange; f != nil {
+		m.notes.push(func() { f(nil) })
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		kids, _, ch, err := m.zk.ChildrenW(ConfigChangesPath)

@@ -60,6 +60,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 		OnReregistered:               cl.reregistered,
 		OnTopicConfigChange:          cl.topicConfigsChanged,
 		OnEntityConfigChange:         cl.s.quotas.entitiesChanged,
+		OnBrokerConfigChange:         cl.brokerConfigsChanged,
 		Logger:                       cl.log.With("component", "cluster"),
 	})
 	if err != nil {

@@ -77,7 +77,8 @@
 // value used. Altered overrides are written to the topic table and applied
 // to the live logs (segment.Log.Reconfigure, the cleaner registration, the
 // produce flags), flush.ms included.
-// Broker configs are static: describable, not alterable (INVALID_REQUEST).
+// Broker configs are static: describable, not alterable (INVALID_REQUEST),
+// but for cluster mode's dynamic ones (below).
 // CreateTopics and CreatePartitions asking for more partitions than
 // strata.max.partitions.per.topic (default 10000) fail with
 // INVALID_PARTITIONS before anything is allocated (partition_cap.go).
@@ -435,8 +436,18 @@
 // IncrementalAlterConfigs of topics are taken by any broker: written to
 // /config/topics/T with a /config/changes notification, on which every
 // broker reads the topic's configs again and applies them to its live logs
-// (segment options, cleaner, produce settings, min.insync.replicas).
-// DescribeConfigs reads topic overrides from ZooKeeper.
+// (segment options, cleaner, produce settings, min.insync.replicas, the
+// throttled-replica lists). On a broker resource (a broker id, or "" for
+// <default>) they set or delete the dynamic broker configs
+// leader.replication.throttled.rate and follower.replication.throttled.rate
+// (bytes/s >= 0, else INVALID_CONFIG), written to /config/brokers/<name>
+// with a notification; each broker applies its own (over <default>) to the
+// replication throttles (cluster_throttle.go), reading them again, with the
+// topic's lists, on a LeaderAndIsr naming adding_replicas. A follower's
+// fetch leaves out a throttled partition's data for a follower outside the
+// ISR while the leader throttle is over its rate, and a parked fetch is
+// read again when the throttle allows. DescribeConfigs reads topic
+// overrides from ZooKeeper (dynamic broker configs are not described yet).
 //
 // Groups. A group's coordinator is the leader of its __consumer_offsets
 // partition (FindCoordinator names it; every other broker answers

@@ -63,6 +63,7 @@ type clusterFaultRun struct {
 	failover        time.Duration // SIGKILL to writes acknowledged again
 	failed          int64         // records whose produce failed for good
 	stall, shutdown time.Duration // across the SIGTERM; the SIGTERM to the exit
+	reassign        *reassignRun
 }
 
 // faultRun runs the catch-up and failover phases on the started cluster.
@@ -71,6 +72,11 @@ func (cfg *benchClusterConfig) faultRun(cl *benchCluster, prefix string, bar *pr
 	if cfg.phases["catchup"] {
 		if err := cfg.catchUp(cl, prefix+"-catchup", &r, bar); err != nil {
 			return r, fmt.Errorf("follower catch-up: %w", err)
+		}
+	}
+	if cfg.phases["reassign"] {
+		if err := cfg.reassignPhase(cl, prefix, &r, bar); err != nil {
+			return r, fmt.Errorf("reassignment: %w", err)
 		}
 	}
 	if cfg.phases["failover"] {
