@@ -318,6 +318,9 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) (lats, a
 		return nil, nil, err
 	}
 	defer cons.Close()
+	if err := latencyPrelude(ctx, prod, cons, topic); err != nil {
+		return nil, nil, err
+	}
 
 	interval := time.Second / time.Duration(cfg.latencyRate)
 	warm := int64(latencyWarmup / interval)
@@ -386,6 +389,32 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) (lats, a
 		return nil, nil, err
 	}
 	return lats, acks, nil
+}
+
+// latencyPrelude produces one unstamped record and waits for its
+// acknowledgement and for cons to receive it, before the paced records
+// start: the clients' metadata loads, connections and first requests on a
+// topic just created (up to a second on a loaded machine while the new
+// partition's leadership reaches every broker's metadata cache) would
+// otherwise fall in the measured records when they outlast the warm-up.
+func latencyPrelude(ctx context.Context, prod, cons *kgo.Client, topic string) error {
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("warm-up")}).FirstErr(); err != nil {
+		return fmt.Errorf("warm-up record: %w", err)
+	}
+	for {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("warm-up record not received: %w", err)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return ferr
+		}
+		if fs.NumRecords() > 0 {
+			return nil
+		}
+	}
 }
 
 // pace calls send(i) for i = 0..total-1 (total < 0: until stop), record i
