@@ -44,7 +44,7 @@ min.insync.replicas=--min-insync-replicas, and measures (--phases):
   latency     records at --latency-rate for --latency-seconds with acks=all, a
               consumer polling concurrently: p50/p99/p99.9 of receive minus send
               (consumers read below the high watermark: every replica in the ISR
-              has the record);
+              has the record), and of the producer's acknowledgement minus send;
   catchup     a follower stopped (SIGTERM), --catchup-mb MB produced (acks=1),
               the follower restarted: MB/s from its first fetched byte to its
               log end reaching the leader's (the partition's .log files on disk,
@@ -208,6 +208,9 @@ type BenchClusterFigures struct {
 	LatencyP99Ms                float64   `json:"latency_p99_ms"`
 	LatencyP999Ms               float64   `json:"latency_p999_ms"`
 	LatencyMaxMs                float64   `json:"latency_max_ms"`
+	LatencyAckP50Ms             float64   `json:"latency_ack_p50_ms"`
+	LatencyAckP99Ms             float64   `json:"latency_ack_p99_ms"`
+	LatencyAckP999Ms            float64   `json:"latency_ack_p999_ms"`
 	ProduceAcksAllRuns          []float64 `json:"produce_acks_all_records_per_sec_runs"`
 	ProduceAcks1Runs            []float64 `json:"produce_acks_1_records_per_sec_runs"`
 	ConsumeRuns                 []float64 `json:"consume_records_per_sec_runs"`
@@ -511,7 +514,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 	if len(runs) == 0 {
 		return f
 	}
-	var allCPU, oneCPU, consCPU, p50, p99, p999, pmax []float64
+	var allCPU, oneCPU, consCPU, p50, p99, p999, pmax, a50, a99, a999 []float64
 	for _, r := range runs {
 		f.LatencyAcks, f.LatencyRecords = "all", r.latencyRecords
 		if r.produceAll > 0 {
@@ -522,6 +525,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 		}
 		if r.latencyRecords > 0 {
 			p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
+			a50, a99, a999 = append(a50, r.ackP50), append(a99, r.ackP99), append(a999, r.ackP999)
 			f.LatencyP99Runs = append(f.LatencyP99Runs, r.p99)
 		}
 	}
@@ -540,6 +544,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 	}
 	if len(p50) > 0 {
 		f.LatencyP50Ms, f.LatencyP99Ms, f.LatencyP999Ms, f.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
+		f.LatencyAckP50Ms, f.LatencyAckP99Ms, f.LatencyAckP999Ms = median(a50), median(a99), median(a999)
 	}
 	return f
 }
@@ -625,6 +630,8 @@ func printBenchCluster(w io.Writer, res *BenchClusterResult) {
 		fmt.Fprintf(w, "  latency acks=all at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records); single node: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n",
 			res.LatencyRate, c.LatencyP50Ms, c.LatencyP99Ms, c.LatencyP999Ms, c.LatencyMaxMs, c.LatencyRecords,
 			s.LatencyP50Ms, s.LatencyP99Ms, s.LatencyP999Ms, s.LatencyMaxMs)
+		fmt.Fprintf(w, "    of which the producer's acknowledgement: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms; single node: p50 %.3f  p99 %.3f  p99.9 %.3f ms\n",
+			c.LatencyAckP50Ms, c.LatencyAckP99Ms, c.LatencyAckP999Ms, s.LatencyAckP50Ms, s.LatencyAckP99Ms, s.LatencyAckP999Ms)
 	}
 	f := &res.BenchClusterFaults
 	if f.CatchupMB > 0 {

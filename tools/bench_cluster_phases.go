@@ -19,6 +19,7 @@ type clusterThroughputRun struct {
 	produceAllCPU, produceOneCPU, consumeCPU time.Duration // brokers' + this process's
 	latencyRecords                           int
 	p50, p99, p999, max                      float64
+	ackP50, ackP99, ackP999                  float64
 }
 
 // throughputRun runs the throughput and latency phases against the
@@ -50,6 +51,7 @@ func (cfg *benchClusterConfig) throughputRun(all, one benchTarget, prefix string
 			return r, err
 		}
 		r.latencyRecords, r.p50, r.p99, r.p999, r.max = br.latencyRecords, br.p50, br.p99, br.p999, br.max
+		r.ackP50, r.ackP99, r.ackP999 = br.ackP50, br.ackP99, br.ackP999
 	}
 	return r, nil
 }

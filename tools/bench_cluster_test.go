@@ -56,6 +56,9 @@ func TestBenchClusterStarted(t *testing.T) {
 		if f.LatencyRecords != 1000 || f.LatencyP50Ms <= 0 || f.LatencyP99Ms < f.LatencyP50Ms || f.LatencyP999Ms < f.LatencyP99Ms {
 			t.Errorf("%s latency: %+v", name, f)
 		}
+		if f.LatencyAckP50Ms <= 0 || f.LatencyAckP99Ms < f.LatencyAckP50Ms || f.LatencyAckP999Ms < f.LatencyAckP99Ms {
+			t.Errorf("%s acknowledgement latency: %+v", name, f)
+		}
 	}
 	if res.LimitLoopbackMBps <= 0 || res.ProduceAcksAllVsSingleNode <= 0 || res.ProduceAcks1VsSingleNode <= 0 {
 		t.Errorf("limit and ratios: %+v", res)
