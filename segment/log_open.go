@@ -25,15 +25,21 @@ type LoadReport struct {
 	BytesTruncated  int64  `json:"bytes_truncated"`
 	// BytesPreallocatedTrimmed is the zero-filled reserve cut from segments
 	// written with Options.Preallocate after a crash: expected, not data loss.
-	BytesPreallocatedTrimmed int64         `json:"bytes_preallocated_trimmed,omitempty"`
-	SegmentsRemoved          int           `json:"segments_removed"`             // segments after a truncation point, deleted
-	IndexesRebuilt           int           `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
-	Truncations              []string      `json:"-"`                            // each cut as text: file, position, reason
-	Cuts                     []Cut         `json:"truncations,omitempty"`        // each cut, structured
-	TempFilesRemoved         []string      `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
-	SwapsCompleted           []string      `json:"swaps_completed,omitempty"`
-	LogEndOffset             int64         `json:"log_end_offset"`
-	Duration                 time.Duration `json:"duration_ns"`
+	BytesPreallocatedTrimmed int64    `json:"bytes_preallocated_trimmed,omitempty"`
+	SegmentsRemoved          int      `json:"segments_removed"`             // segments after a truncation point, deleted
+	IndexesRebuilt           int      `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
+	Truncations              []string `json:"-"`                            // each cut as text: file, position, reason
+	Cuts                     []Cut    `json:"truncations,omitempty"`        // each cut, structured
+	TempFilesRemoved         []string `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
+	SwapsCompleted           []string `json:"swaps_completed,omitempty"`
+	// SnapshotsIgnored are the damaged producer snapshots ignored (and
+	// removed); ProducerBatchesReplayed the batches read to rebuild the
+	TxnIndexesRebuilt int `json:"txn_indexes_rebuilt,omitempty"` // damaged .txnindex files rebuilt
+	// producer state after the newest good one.
+	SnapshotsIgnored        []string      `json:"snapshots_ignored,omitempty"`
+	ProducerBatchesReplayed int           `json:"producer_batches_replayed,omitempty"`
+	LogEndOffset            int64         `json:"log_end_offset"`
+	Duration                time.Duration `json:"duration_ns"`
 }
 
 // Cut is one truncation made by recovery: the bytes of File from Position on
@@ -184,6 +190,10 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 		flushed = o.RecoveryPoint
 	}
 	l.flushed.Store(flushed)
+	l.firstUnstable.Store(-1)
+	if err := l.loadProducers(rep); err != nil {
+		return fail(err)
+	}
 	l.lastFlushMs.Store(o.Now())
 	l.flushMs.Store(o.FlushMs)
 	if o.FlushMs != Never {

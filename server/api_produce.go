@@ -87,6 +87,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		return code, msg
 	}
 	b := record.Batch(recs)
+	if code, msg := s.checkProducerIssued(b); code != 0 {
+		return code, msg
+	}
 	b.SetLeaderEpoch(0)
 	if t.logAppendTime.Load() {
 		now := time.Now().UnixMilli()
@@ -101,6 +104,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	}
 	if errors.Is(err, segment.ErrTooLarge) { // Kafka's RecordBatchTooLargeException
 		return kerr.RecordListTooLarge.Code, err.Error()
+	}
+	if code := producerErrorCode(err); code != 0 {
+		return code, err.Error()
 	}
 	if errors.Is(err, segment.ErrOffline) { // logged once when the dir failed
 		return kerr.KafkaStorageError.Code, "the partition's log dir is offline after an I/O error"
@@ -143,6 +149,9 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	}
 	if b.Codec() == record.CodecZstd && version < 7 {
 		return kerr.UnsupportedCompressionType.Code, "zstd needs Produce v7+"
+	}
+	if b.IsControl() {
+		return kerr.InvalidRecord.Code, "control batches are written by the transaction coordinator, not produced by clients"
 	}
 	if b.IsTransactional() {
 		return kerr.InvalidRecord.Code, "transactional batches are not supported"

@@ -118,6 +118,9 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 	if recs, code, msg = cl.s.applyTopicCodec(c, t, recs); code != 0 {
 		return nil, none, code, msg
 	}
+	if code, msg := cl.s.checkProducerIssued(record.Batch(recs)); code != 0 {
+		return nil, none, code, msg
+	}
 	now := time.Now().UnixMilli()
 	if t.logAppendTime.Load() {
 		record.Batch(recs).SetLogAppendTime(now)

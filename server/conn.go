@@ -432,6 +432,8 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleAlterConfigs(r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.handleIncrementalAlterConfigs(r)
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.handleInitProducerID(c, r)
 	case *kmsg.FindCoordinatorRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleFindCoordinatorCluster(c, r)

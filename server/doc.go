@@ -119,6 +119,26 @@
 // is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
 // segment.bytes is RECORD_LIST_TOO_LARGE.
 //
+// Idempotent producers (franz-go's and the Java client's default):
+// InitProducerId without a transactional id hands out a new producer id
+// at epoch 0 from ProducerIDs (blocks of 1000 reserved in the first log
+// dir's producer_id_block file, or in ZooKeeper's
+// /latest_producer_id_block in cluster mode). The log checks each
+// producer's sequence (segment: producer state): a retry of one of the
+// producer's last five batches is answered with its original offsets, a gap
+// is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, a
+// sequence from a producer the partition does not know (expired, or an id
+// above every reserved block: checked here for a batch at sequence 0)
+// UNKNOWN_PRODUCER_ID. A control batch from a client is INVALID_RECORD:
+// markers come from the transaction coordinator, which appends them to the
+// partition log directly.
+//
+// Fetch at isolation level read_committed (and ListOffsets latest at
+// read_committed) stops at the last stable offset, the first offset of the
+// oldest open transaction (or the high watermark), and lists the aborted
+// transactions of the range read (from the segments' .txnindex) so the
+// client drops their records; every Fetch reports the last stable offset.
+//
 // Fetch, ListOffsets (latest) and DeleteRecords (-1) work to the log's high
 // watermark: the end of the appends that have returned. With
 // log.flush.interval.messages=1 an append returns after its fdatasync, so a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratalog/strata/internal/metrics"
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/producer"
 )
 
 // Options are the Go-level knobs that are not Kafka properties.
@@ -67,6 +68,9 @@ type Server struct {
 	// decompression is the produce path's decompression memory budget
 	// (produce_memory.go); maxDecompressed caps what one batch may
 	// decompress to (0: record.MaxDecompressedSize; tests lower it).
+	pidOnce sync.Once
+	pids    *producer.Blocks // ProducerIDs
+
 	decompression   *memBudget
 	maxDecompressed atomic.Int64
 

@@ -22,6 +22,7 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.AlterConfigs), 0, 2},
 	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
 	{int16(kmsg.FindCoordinator), 0, 4},
+	{int16(kmsg.InitProducerID), 0, 4},
 	{int16(kmsg.JoinGroup), 0, 7},
 	{int16(kmsg.SyncGroup), 0, 5},
 	{int16(kmsg.Heartbeat), 0, 4},

@@ -20,7 +20,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--idempotent] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -40,6 +40,10 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
+  idempotent  with --idempotent, after the produce phase: the N records again
+           with an idempotent producer (acks=all, InitProducerId, sequence
+           checks) to a topic of its own, reported beside the plain rate
+           (issue 19's floor: 0.9 of it);
 The topics are created with segment.bytes=--segment-bytes when given (rolls
 during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
@@ -64,6 +68,7 @@ Examples:
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
 			&cli.Int64Flag{Name: "segment-bytes", Usage: "segment.bytes of the topics created (default: the broker's)"},
+			&cli.BoolFlag{Name: "idempotent", Usage: "each run also produces the N records with an idempotent producer (acks=all) to a topic of its own, reported beside the plain rate"},
 			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the latency topic (default: the broker's)"},
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
@@ -103,6 +108,7 @@ type benchBrokerConfig struct {
 	topicPrefix    string
 	segmentBytes   int64    // topic segment.bytes, 0: the broker's
 	retentionBytes int64    // topic retention.bytes, 0: the broker's
+	idempotent     bool     // --idempotent: an idempotent produce phase too
 	metrics        []string // in-process brokers: "on", "off"
 }
 
@@ -180,6 +186,12 @@ type BenchBrokerFigures struct {
 	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
 	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
 	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
+	// With --idempotent: the idempotent producer's rate (acks=all), and
+	// its ratio to the plain produce rate of the same runs (issue 19's
+	// floor: 0.9).
+	IdempotentProduceRecordsPerSec  float64   `json:"idempotent_produce_records_per_sec,omitempty"`
+	IdempotentVsPlain               float64   `json:"idempotent_vs_plain,omitempty"`
+	IdempotentProduceRecordsPerSecs []float64 `json:"idempotent_produce_records_per_sec_runs,omitempty"`
 }
 
 func runBenchBroker(c *cli.Context) error {
@@ -189,7 +201,7 @@ func runBenchBroker(c *cli.Context) error {
 		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
-		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"),
+		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -359,7 +371,11 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 	} else {
 		targets = []*target{{boot: boot, tgt: brokerTarget(boot)}}
 	}
-	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
+	phases := int64(2)
+	if cfg.idempotent {
+		phases = 3
+	}
+	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
 		for k := range targets {
 			tg := targets[(k+run)%len(targets)]
@@ -385,8 +401,8 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 
 // benchAcc collects one broker's runs.
 type benchAcc struct {
-	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
-	latencyRecords                                                                          int
+	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim, idemR []float64
+	latencyRecords                                                                                 int
 }
 
 func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
@@ -398,6 +414,9 @@ func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.consR = append(a.consR, float64(cfg.records)/r.consume.Seconds())
 	a.consMB = append(a.consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
 	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
+	if r.produceIdem > 0 {
+		a.idemR = append(a.idemR, float64(cfg.records)/r.produceIdem.Seconds())
+	}
 	a.p50, a.p99, a.p999, a.pmax = append(a.p50, r.p50), append(a.p99, r.p99), append(a.p999, r.p999), append(a.pmax, r.max)
 	a.latencyRecords = r.latencyRecords
 }
@@ -411,6 +430,11 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(a.consS), median(a.consR), median(a.consMB)
 	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(a.p50), median(a.p99), median(a.p999), median(a.pmax)
 	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(a.prodCPU), median(a.consCPU)
+	if len(a.idemR) > 0 {
+		figs.IdempotentProduceRecordsPerSecs = append([]float64(nil), a.idemR...)
+		figs.IdempotentProduceRecordsPerSec = median(a.idemR)
+		figs.IdempotentVsPlain = figs.IdempotentProduceRecordsPerSec / figs.ProduceRecordsPerSec
+	}
 	figs.LimitLoopbackMBps = median(a.lim)
 	if figs.LimitLoopbackMBps > 0 {
 		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
@@ -466,6 +490,10 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		}
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
+		if m.IdempotentProduceRecordsPerSec > 0 {
+			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f\n",
+				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain)
+		}
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
 		fmt.Fprintf(w, "    process CPU: produce %.2f s (%.2f cores), consume %.2f s (%.2f cores)\n",
