@@ -43,8 +43,7 @@ func (s *Server) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	resp.Default()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp
+		return s.handleInitProducerIDTxn(req)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), producerIDTimeout)
 	defer cancel()

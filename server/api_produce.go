@@ -71,8 +71,6 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		return kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d", req.Acks)
 	case p == nil:
 		return kerr.UnknownTopicOrPartition.Code, ""
-	case req.TransactionID != nil:
-		return kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
 	case len(recs) == 0:
 		return kerr.InvalidRecord.Code, "no record batch"
 	}
@@ -81,6 +79,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	}
 	code, msg := validateProduceBatch(c, req.Version, recs, s.cfg.ProduceValidation == "full", t.compacted.Load())
 	if code != 0 {
+		return code, msg
+	}
+	if code, msg := s.verifyTxnProduce(req.TransactionID, p.topic, p.index, recs); code != 0 {
 		return code, msg
 	}
 	if recs, code, msg = s.applyTopicCodec(c, t, recs); code != 0 {
@@ -152,9 +153,6 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	}
 	if b.IsControl() {
 		return kerr.InvalidRecord.Code, "control batches are written by the transaction coordinator, not produced by clients"
-	}
-	if b.IsTransactional() {
-		return kerr.InvalidRecord.Code, "transactional batches are not supported"
 	}
 	// The header-only checks run whatever strata.produce.validation says:
 	// a count that disagrees with lastOffsetDelta would let one small batch

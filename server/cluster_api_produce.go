@@ -101,10 +101,7 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 		return nil, none, kerr.NotLeaderForPartition.Code, ""
 	}
 	recs := rp.Records
-	switch {
-	case req.TransactionID != nil:
-		return nil, none, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
-	case len(recs) == 0:
+	if len(recs) == 0 {
 		return nil, none, kerr.InvalidRecord.Code, "no record batch"
 	}
 	t := cl.topicConfig(topicName)
@@ -113,6 +110,9 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 	}
 	code, msg := validateProduceBatch(c, req.Version, recs, cl.cfg.ProduceValidation == "full", t.compacted.Load())
 	if code != 0 {
+		return nil, none, code, msg
+	}
+	if code, msg := cl.s.verifyTxnProduce(req.TransactionID, topicName, rp.Partition, recs); code != 0 {
 		return nil, none, code, msg
 	}
 	if recs, code, msg = cl.s.applyTopicCodec(c, t, recs); code != 0 {

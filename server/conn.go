@@ -497,6 +497,23 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleCreateAcls(r)
 	case *kmsg.DeleteACLsRequest:
 		resp = c.s.handleDeleteAcls(r)
+	// Transactions (api_txn.go).
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp = c.s.handleAddPartitionsToTxn(r)
+	case *kmsg.AddOffsetsToTxnRequest:
+		resp = c.s.handleAddOffsetsToTxn(r)
+	case *kmsg.EndTxnRequest:
+		resp = c.s.handleEndTxn(r)
+	case *kmsg.WriteTxnMarkersRequest:
+		resp = c.s.handleWriteTxnMarkers(r)
+	case *kmsg.TxnOffsetCommitRequest:
+		resp = c.s.handleTxnOffsetCommit(r)
+	case *kmsg.DescribeTransactionsRequest:
+		resp = c.s.handleDescribeTransactions(r)
+	case *kmsg.ListTransactionsRequest:
+		resp = c.s.handleListTransactions(r)
+	case *kmsg.DescribeProducersRequest:
+		resp = c.s.handleDescribeProducers(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}

@@ -47,7 +47,11 @@
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
 // ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0;
 // DescribeLogDirs 0-4 (api_describe_log_dirs.go: per log dir its replicas'
-// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir).
+// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir); and
+// the transaction coordinator's (txn_coord.go, api_txn.go) InitProducerId
+// 0-4, AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, EndTxn 0-3,
+// WriteTxnMarkers 0-1, TxnOffsetCommit 0-3, DescribeTransactions 0,
+// ListTransactions 0, and DescribeProducers 0.
 //
 // Configuration (configdefs.go) is one table per scope, brokerConfigDefs
 // and topicConfigDefs: each property's name, Kafka type, how its text is
@@ -219,6 +223,34 @@
 // each log is registered with its topic's effective cleanup.policy,
 // min.cleanable.dirty.ratio, min/max.compaction.lag.ms, delete.retention.ms
 // and segment.bytes (topic override, else the broker default).
+//
+// # Transaction coordinator
+//
+// coordinator/txn is the state machine; txn_coord.go wires its edges. A
+// transactional id belongs to partition abs(hash(id)) % partitions of the
+// compacted internal topic __transaction_state (Kafka's TransactionLog
+// records; transaction.state.log.num.partitions, .segment.bytes, and in a
+// cluster .replication.factor and .min.isr), created on the first
+// FindCoordinator of key type 1. A single node owns every partition at
+// coordinator epoch 0, loaded at start; in a cluster the leader of a
+// partition owns it at its leader epoch (cluster_txn.go, following
+// LeaderAndIsr and StopReplica as the group coordinator does). EndTxn is
+// answered once PrepareCommit/PrepareAbort is written; the markers then go
+// to every partition of the transaction (appended here through the log's
+// append path, or WriteTxnMarkers to the partition's leader, acks=-1) and
+// CompleteCommit/CompleteAbort is written. TxnOffsetCommit writes the
+// offsets in a transactional batch of the producer to the group's
+// __consumer_offsets partition and holds them until the marker reaches it
+// (the offsets load replays the markers the same way). A transactional
+// produce is verified with the coordinator when it is this broker
+// (KIP-890): a fenced epoch is INVALID_PRODUCER_EPOCH, a partition outside
+// the ongoing transaction INVALID_TXN_STATE. Transactions older than
+// transaction.timeout.ms are aborted every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms with the
+// producer's epoch bumped; ids idle for transactional.id.expiration.ms are
+// removed (tombstones) every
+// transaction.remove.expired.transaction.cleanup.interval.ms.
+// transaction.max.timeout.ms bounds the timeout a producer asks for.
 //
 // # Group coordinator
 //

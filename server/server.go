@@ -40,6 +40,7 @@ type Server struct {
 	log    *slog.Logger
 	topics *topicStore
 	groups *coordinator // the group coordinator
+	txns   *txnCoord    // the transaction coordinator (txn_coord.go)
 
 	listeners     []net.Listener
 	advertised    Listener        // what Metadata tells clients to dial
@@ -160,6 +161,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		}
 	}
 	s.groups = newCoordinator(s)
+	s.startTxns()
 	if s.cl != nil {
 		s.groups.clusterGroups(s.cl.offsetsPartitionCount())
 	} else {
@@ -368,6 +370,9 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		<-finished
+	}
+	if s.txns != nil {
+		s.txns.close()
 	}
 	s.groups.close()
 	s.stopMetrics()

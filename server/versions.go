@@ -41,6 +41,15 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeACLs), 0, 3},
 	{int16(kmsg.CreateACLs), 0, 3},
 	{int16(kmsg.DeleteACLs), 0, 3},
+	// Transactions (api_txn.go); AddPartitionsToTxn v4+ is the brokers'.
+	{int16(kmsg.AddPartitionsToTxn), 0, 3},
+	{int16(kmsg.AddOffsetsToTxn), 0, 3},
+	{int16(kmsg.EndTxn), 0, 3},
+	{int16(kmsg.WriteTxnMarkers), 0, 1},
+	{int16(kmsg.TxnOffsetCommit), 0, 3},
+	{int16(kmsg.DescribeTransactions), 0, 0},
+	{int16(kmsg.ListTransactions), 0, 0},
+	{int16(kmsg.DescribeProducers), 0, 0},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:

@@ -646,7 +646,7 @@ func TestGroupsDescribeKcatMember(t *testing.T) {
 
 // TestGroupsRequireAPIs: an action whose request the broker does not list
 // in ApiVersions is refused up front (exit 2), naming the request.
-// strata's broker has the group APIs but not DescribeUserScramCredentials (key 50).
+// strata's broker has the group APIs but not CreateDelegationToken (key 38).
 func TestGroupsRequireAPIs(t *testing.T) {
 	if os.Getenv("STRATA_GROUPS_BROKER") != "" {
 		t.Skip("relies on strata's ApiVersions table")
@@ -656,9 +656,9 @@ func TestGroupsRequireAPIs(t *testing.T) {
 	if err := requireAPIs(groupsCtx(t), cl, groupsAPIs["reset-offsets"]); err != nil {
 		t.Fatalf("strata's broker lacks a group API: %v", err)
 	}
-	err := requireAPIs(groupsCtx(t), cl, []int16{16, 50})
+	err := requireAPIs(groupsCtx(t), cl, []int16{16, 38})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "(key 50)") || strings.Contains(err.Error(), "ListGroups") {
+	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "(key 38)") || strings.Contains(err.Error(), "ListGroups") {
 		t.Fatalf("got %v", err)
 	}
 }
