@@ -152,9 +152,12 @@
 //
 // The state is snapshotted to %020d.snapshot (Kafka's version 1, CRC-32C) at
 // every roll, named after the new segment's base, without an fsync, and on
-// Close at the log end, durably. Open removes snapshots above the log end,
-// loads the newest that passes its checks (a damaged one is logged, reported
-// in LoadReport.SnapshotsIgnored, removed, and the next older tried) and
+// Close at the log end, durably; a snapshot that cannot be written takes the
+// log offline (as Kafka takes the log dir offline), the roll's append
+// refused. A snapshot is no segment file: rolling a cleaner's swap forward
+// leaves it. Open removes snapshots above the log end, loads the newest
+// that passes its checks (a damaged one is logged, reported in
+// LoadReport.SnapshotsIgnored, removed, and the next older tried) and
 // replays the batches after it; with no snapshot at all after a clean
 // shutdown (a log written before snapshots) only the last two segments are
 // replayed, as Kafka does on upgrade. TruncateTo rebuilds the state the same
@@ -169,5 +172,13 @@
 // version-0 entries inside their segment, in marker order); the entries of
 // the replayed range are recomputed and the file rewritten where it
 // disagrees, and a damaged file below that range is rebuilt from a replay of
-// the whole log (LoadReport.TxnIndexesRebuilt).
+// the whole log (LoadReport.TxnIndexesRebuilt). In a segment Open cut, the
+// entries past the cut are dropped (Kafka's TransactionIndex.truncateTo);
+// elsewhere such an entry is damage.
+//
+// Open owns these files (it needs them to agree with the log to load the
+// state): every snapshot it removes, first shown to Options.SaveCut (kind
+// "snapshot"), and every .txnindex it rewrites is listed in
+// LoadReport.SideFilesTrimmed; Inspect lists the same without changing
+// anything. A snapshot or .txnindex it cannot remove or rewrite fails Open.
 package segment

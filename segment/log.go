@@ -266,7 +266,9 @@ func (l *Log) Close() error {
 	l.bg.Wait()
 	segs := l.segs.Load().segs
 	if len(segs) > 0 && l.health.Err() == nil && l.ps != nil && l.psDirty {
-		l.writeSnapshot(l.next.Load(), true)
+		if e := l.writeSnapshot(l.next.Load(), true); e != nil && err == nil {
+			err = l.fail(e)
+		}
 	}
 	if len(segs) > 0 && l.health.Err() == nil {
 		// The trim seal makes must be durable before the broker writes its

@@ -179,7 +179,10 @@ func (l *Log) roll(base int64) (*Segment, error) {
 	}
 	l.dirChanged()
 	l.publish(append(append([]*Segment(nil), l.segs.Load().segs...), seg))
-	l.writeSnapshot(base, false)
+	if err := l.writeSnapshot(base, false); err != nil {
+		// The roll is made; the append that asked for it is refused.
+		return nil, l.fail(err)
+	}
 	l.afterDirSync(func() {
 		if err := l.FlushTo(base); err != nil && !errors.Is(err, ErrOffline) {
 			l.o.Logger.Error("flush after roll failed", "dir", l.dir, "err", err)

@@ -32,9 +32,14 @@ type LoadReport struct {
 	Cuts                     []Cut    `json:"truncations,omitempty"`        // each cut, structured
 	TempFilesRemoved         []string `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
 	SwapsCompleted           []string `json:"swaps_completed,omitempty"`
+	TxnIndexesRebuilt        int      `json:"txn_indexes_rebuilt,omitempty"` // damaged .txnindex files rebuilt
+	// SideFilesTrimmed lists each producer snapshot removed (above the log
+	// end, or damaged; saved first through SaveCut, kind "snapshot") and
+	// each .txnindex rewritten to agree with the log, naming the file and
+	// what went.
+	SideFilesTrimmed []string `json:"side_files_trimmed,omitempty"`
 	// SnapshotsIgnored are the damaged producer snapshots ignored (and
 	// removed); ProducerBatchesReplayed the batches read to rebuild the
-	TxnIndexesRebuilt int `json:"txn_indexes_rebuilt,omitempty"` // damaged .txnindex files rebuilt
 	// producer state after the newest good one.
 	SnapshotsIgnored        []string      `json:"snapshots_ignored,omitempty"`
 	ProducerBatchesReplayed int           `json:"producer_batches_replayed,omitempty"`
@@ -191,7 +196,7 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 	}
 	l.flushed.Store(flushed)
 	l.firstUnstable.Store(-1)
-	if err := l.loadProducers(rep); err != nil {
+	if err := l.loadProducers(rep, false); err != nil {
 		return fail(err)
 	}
 	l.lastFlushMs.Store(o.Now())
@@ -437,7 +442,9 @@ func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
 		}
 		var out []dirFile
 		for _, f := range kept {
-			if !hasTemp(f.suffix, SwapSuffix) && f.base >= minBase && f.base < maxNext {
+			// A producer snapshot is no segment file: it describes the
+			// producers as of its offset, whatever the cleaner rewrote.
+			if !hasTemp(f.suffix, SwapSuffix) && f.suffix != SnapshotSuffix && f.base >= minBase && f.base < maxNext {
 				p.remove = append(p.remove, f.name)
 				rep.TempFilesRemoved = append(rep.TempFilesRemoved, f.name+" (replaced by a swap)")
 				continue

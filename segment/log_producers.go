@@ -100,8 +100,10 @@ func (l *Log) snapshotOffsets() ([]int64, error) {
 	return offs, nil
 }
 
-// removeSnapshots removes the snapshots whose offset keep rejects; a
-// failure is logged (a stale snapshot is ignored or replaced later).
+// removeSnapshots removes the snapshots whose offset keep rejects (after
+// retention: those below the new log start). A failure is logged: such a
+// snapshot is older than the newest kept and only read when every newer
+// one is damaged; then its producers are checked against the log anyway.
 func (l *Log) removeSnapshots(keep func(off int64) bool) {
 	offs, err := l.snapshotOffsets()
 	if err != nil {
@@ -118,13 +120,42 @@ func (l *Log) removeSnapshots(keep func(off int64) bool) {
 	}
 }
 
+// dropSnapshot removes a snapshot the load will not use (above the log
+// end, or damaged), first handing it to Options.SaveCut when rep is set
+// (Open: recovery keeps what it removes). With dry nothing changes. why
+// goes to rep.SideFilesTrimmed.
+func (l *Log) dropSnapshot(off int64, why string, rep *LoadReport, dry bool) error {
+	path := FilePath(l.dir, off, SnapshotSuffix)
+	if rep != nil {
+		rep.SideFilesTrimmed = append(rep.SideFilesTrimmed, FileName(off, SnapshotSuffix)+": "+why)
+	}
+	if dry {
+		return nil
+	}
+	if rep != nil && l.o.SaveCut != nil {
+		st, err := l.fs.Stat(path)
+		if err != nil {
+			return fmt.Errorf("segment: %w", err)
+		}
+		if _, err := l.o.SaveCut(path, 0, st.Size(), "snapshot"); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrSaveCut, path, err)
+		}
+	}
+	if err := l.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("segment: remove %s: %w", path, err)
+	}
+	return nil
+}
+
 // writeSnapshot writes the producer state as of the log end (which must
 // be end) to end's snapshot file (writer lock held). With sync it is
 // written atomically and durably (Close); otherwise (a roll) it is written
 // in place without an fsync: a crash may leave it torn, and loading then
 // ignores it for an older one. Expired producers are dropped first. A
-// failure is logged: the state can always be rebuilt from the log.
-func (l *Log) writeSnapshot(end int64, sync bool) {
+// failure is returned, for the caller to take the log offline, as Kafka
+// takes the log dir offline when a snapshot cannot be written: the state
+// could be rebuilt from the log, but the disk failed a write.
+func (l *Log) writeSnapshot(end int64, sync bool) error {
 	l.ps.Expire(l.o.Now())
 	data := producer.EncodeSnapshot(l.ps.SnapshotEntries())
 	path := FilePath(l.dir, end, SnapshotSuffix)
@@ -144,10 +175,10 @@ func (l *Log) writeSnapshot(end int64, sync bool) {
 		}
 	}
 	if err != nil {
-		l.o.Logger.Error("writing producer snapshot failed", "file", path, "err", err)
-		return
+		return fmt.Errorf("segment: writing producer snapshot %s: %w", path, err)
 	}
 	l.psDirty = false
+	return nil
 }
 
 // readSnapshot loads the snapshot at off.
@@ -175,26 +206,57 @@ func (l *Log) readSnapshot(off int64) (*producer.State, error) {
 	return st, nil
 }
 
+// dropSnapshotsAbove removes the snapshots above end (dropSnapshot).
+func (l *Log) dropSnapshotsAbove(end int64, rep *LoadReport, dry bool) error {
+	offs, err := l.snapshotOffsets()
+	if err != nil {
+		return err
+	}
+	return l.dropAbove(offs, end, rep, dry)
+}
+
+func (l *Log) dropAbove(offs []int64, end int64, rep *LoadReport, dry bool) error {
+	for _, off := range offs {
+		if off > end {
+			if err := l.dropSnapshot(off, fmt.Sprintf("producer snapshot above the log end %d removed", end), rep, dry); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // loadProducers builds the producer state (Open, after a truncation):
 // snapshots above the log end are removed, the newest that loads is the
 // start, and the batches from it to the log end are applied. A damaged
 // snapshot is logged, reported and removed, and the next older one
 // tried; with none, the whole log is replayed, but for a log that never
 // had a snapshot after a clean shutdown (one written before they existed),
-// where only the last two segments are, as Kafka does on upgrade.
-func (l *Log) loadProducers(rep *LoadReport) error {
+// where only the last two segments are, as Kafka does on upgrade. Every
+// snapshot removed and .txnindex rewritten is listed in rep (Open, and
+// Inspect with dry, which changes nothing); a file that cannot be removed
+// or rewritten fails the load, for its stale content would be read later.
+func (l *Log) loadProducers(rep *LoadReport, dry bool) error {
 	end := l.next.Load()
 	segs := l.segs.Load().segs
 	bad := map[*Segment]bool{}
+	trimmed := map[*Segment]int{}
 	if rep != nil { // Open: read the transaction indexes
+		cut := map[string]bool{}
+		for _, c := range rep.Cuts {
+			cut[c.File] = !c.Removed
+		}
 		for _, s := range segs {
-			ok, err := l.readTxnIndex(s)
+			ok, n, err := l.readTxnIndex(s, cut[s.Path(LogSuffix)])
 			if err != nil {
 				return err
 			}
 			if !ok {
 				bad[s] = true
 				rep.TxnIndexesRebuilt++
+			}
+			if n > 0 {
+				trimmed[s] = n
 			}
 		}
 	}
@@ -203,7 +265,9 @@ func (l *Log) loadProducers(rep *LoadReport) error {
 		return err
 	}
 	hadSnapshots := len(offs) > 0
-	l.removeSnapshots(func(off int64) bool { return off <= end })
+	if err := l.dropAbove(offs, end, rep, dry); err != nil {
+		return err
+	}
 	var st *producer.State
 	from := segs[0].base
 	for i := len(offs) - 1; i >= 0 && st == nil; i-- {
@@ -220,8 +284,8 @@ func (l *Log) loadProducers(rep *LoadReport) error {
 			if rep != nil {
 				rep.SnapshotsIgnored = append(rep.SnapshotsIgnored, err.Error())
 			}
-			if rerr := l.fs.Remove(FilePath(l.dir, off, SnapshotSuffix)); rerr != nil {
-				l.o.Logger.Error("removing damaged producer snapshot failed", "dir", l.dir, "err", rerr)
+			if err := l.dropSnapshot(off, "damaged producer snapshot removed, the state rebuilt from the log", rep, dry); err != nil {
+				return err
 			}
 			continue
 		}
@@ -259,7 +323,7 @@ func (l *Log) loadProducers(rep *LoadReport) error {
 			col[s] = append(list, col[s]...)
 		}
 	}
-	if err := l.reconcileAborted(segs, from, col, bad); err != nil {
+	if err := l.reconcileAborted(segs, from, col, bad, trimmed, rep, dry); err != nil {
 		return err
 	}
 	l.noteTxns()

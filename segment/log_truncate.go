@@ -71,7 +71,7 @@ func (l *Log) TruncateTo(off int64) error {
 		l.start.Store(l.next.Load()) // the cut batch straddled the log start: nothing is left
 	}
 	l.psDirty = true
-	if err := l.loadProducers(nil); err != nil {
+	if err := l.loadProducers(nil, false); err != nil {
 		return l.fail(err)
 	}
 	l.wake()

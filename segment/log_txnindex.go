@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 
@@ -103,32 +104,44 @@ func (l *Log) addAborted(seg *Segment, a producer.AbortedTxn) error {
 }
 
 // readTxnIndex loads a segment's .txnindex at Open; ok is false when the
-// file is damaged (logged: it is rebuilt).
-func (l *Log) readTxnIndex(s *Segment) (ok bool, err error) {
+// file is damaged (logged: it is rebuilt). In a segment this Open cut
+// (wasCut), entries whose marker is at or past the segment's new end are
+// dropped, as Kafka's TransactionIndex.truncateTo does after a cut (trimmed
+// counts them: the file is rewritten); in another they are damage.
+func (l *Log) readTxnIndex(s *Segment, wasCut bool) (ok bool, trimmed int, err error) {
 	path := s.Path(TxnIndexSuffix)
 	f, err := l.fs.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
+		return true, 0, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("segment: open %s: %w", path, err)
+		return false, 0, fmt.Errorf("segment: open %s: %w", path, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 1<<30))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return false, fmt.Errorf("segment: read %s: %w", path, err)
+		return false, 0, fmt.Errorf("segment: read %s: %w", path, err)
 	}
-	list, derr := producer.DecodeTxnIndex(data, s.base, s.next.Load())
+	limit := s.next.Load()
+	if wasCut {
+		limit = math.MaxInt64
+	}
+	list, derr := producer.DecodeTxnIndex(data, s.base, limit)
 	if derr != nil {
 		l.o.Logger.Warn("ignoring damaged transaction index, rebuilding it from the log", "file", path, "err", derr)
-		return false, nil
+		return false, 0, nil
+	}
+	next := s.next.Load()
+	for len(list) > 0 && list[len(list)-1].LastOffset >= next {
+		list = list[:len(list)-1]
+		trimmed++
 	}
 	if len(list) > 0 {
 		s.aborted.Store(&list)
 	}
-	return true, nil
+	return true, trimmed, nil
 }
 
 // writeTxnIndex replaces a segment's .txnindex with list (removed when
@@ -208,11 +221,13 @@ func replayInto(st *producer.State, segs []*Segment, from, end int64, col abortC
 
 // reconcileAborted makes the indexes of the segments holding offsets at or
 // above from agree with col, what the replay from from found: the entries
-// below from are kept, those above replaced; a file that differs is
-// rewritten.
-func (l *Log) reconcileAborted(segs []*Segment, from int64, col abortCollector, rebuilt map[*Segment]bool) error {
+// below from are kept, those above replaced; a file that differs (or had
+// entries past its segment's end, trimmed) is rewritten and listed in rep.
+// With dry nothing is written.
+func (l *Log) reconcileAborted(segs []*Segment, from int64, col abortCollector, rebuilt map[*Segment]bool,
+	trimmed map[*Segment]int, rep *LoadReport, dry bool) error {
 	for _, s := range segs {
-		if s.next.Load() <= from && !rebuilt[s] {
+		if s.next.Load() <= from && !rebuilt[s] && trimmed[s] == 0 {
 			continue
 		}
 		var want []producer.AbortedTxn
@@ -222,7 +237,24 @@ func (l *Log) reconcileAborted(segs []*Segment, from int64, col abortCollector, 
 			}
 		}
 		want = append(want, col[s]...)
-		if !rebuilt[s] && slices.Equal(want, s.abortedOf()) {
+		if !rebuilt[s] && trimmed[s] == 0 && slices.Equal(want, s.abortedOf()) {
+			continue
+		}
+		if rep != nil {
+			name := FileName(s.base, TxnIndexSuffix)
+			var line string
+			switch {
+			case rebuilt[s]:
+				line = fmt.Sprintf("%s: damaged, rebuilt from the log: %d aborted transactions", name, len(want))
+			case trimmed[s] > 0 && slices.Equal(want, s.abortedOf()):
+				line = fmt.Sprintf("%s: %d aborted transactions ending at or past %d dropped", name, trimmed[s], s.next.Load())
+			default:
+				line = fmt.Sprintf("%s: rewritten to agree with the log: %d aborted transactions, %d ending past its end dropped",
+					name, len(want), trimmed[s])
+			}
+			rep.SideFilesTrimmed = append(rep.SideFilesTrimmed, line)
+		}
+		if dry {
 			continue
 		}
 		if err := l.writeTxnIndex(s, want); err != nil {
