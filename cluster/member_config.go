@@ -24,6 +24,9 @@ type configListener struct {
 	seen map[string]time.Time // when each listed notification was first seen
 	// topics gets the topics of the notifications processed, in order.
 	topics func([]string)
+	// entities gets the other entities' paths below /config (users/U,
+	// users/U/clients/C, clients/C...), in order; nil: dropped.
+	entities func([]string)
 }
 
 // process handles the listed children of /config/changes; an error (a
@@ -50,7 +53,7 @@ func (l *configListener) process(kids []string) error {
 		}
 		return 0
 	})
-	var topics []string
+	var topics, entities []string
 	var err error
 	for _, n := range notes {
 		if n.seq <= l.last {
@@ -71,6 +74,10 @@ func (l *configListener) process(kids []string) error {
 				if !slices.Contains(topics, cc.EntityName) {
 					topics = append(topics, cc.EntityName)
 				}
+			default:
+				if p := cc.EntityPath(); !slices.Contains(entities, p) {
+					entities = append(entities, p)
+				}
 			}
 		}
 		if err != nil {
@@ -80,6 +87,9 @@ func (l *configListener) process(kids []string) error {
 	}
 	if len(topics) > 0 {
 		l.topics(topics)
+	}
+	if len(entities) > 0 && l.entities != nil {
+		l.entities(entities)
 	}
 	l.purge(kids)
 	return err
@@ -124,6 +134,11 @@ func (m *Member) watchConfigChanges() {
 			}
 			if f := m.cfg.OnTopicConfigChange; f != nil {
 				m.notes.push(func() { f(ts) })
+			}
+		},
+		entities: func(ps []string) {
+			if f := m.cfg.OnEntityConfigChange; f != nil {
+				m.notes.push(func() { f(ps) })
 			}
 		}}
 	backoff := 100 * time.Millisecond

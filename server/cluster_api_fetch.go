@@ -43,6 +43,10 @@ func (s *Server) handleFetchCluster(c *conn, h *reqHeader, req *kmsg.FetchReques
 		topics, bytes, failed := cl.readFetch(req, follower)
 		remaining := time.Until(deadline)
 		if bytes >= int64(req.MinBytes) || failed || remaining <= 0 || s.closing.Load() {
+			if c.fetchThrottled(h, req, bytes) { // over a quota: an empty response (Kafka's getThrottledResponse)
+				releaseFetch(topics)
+				topics = nil
+			}
 			err := c.writeFetch(h, req, 0, topics)
 			releaseFetch(topics)
 			return err

@@ -59,6 +59,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 		OnControllerChange:           func(int32) { cl.controllerChanged() },
 		OnReregistered:               cl.reregistered,
 		OnTopicConfigChange:          cl.topicConfigsChanged,
+		OnEntityConfigChange:         cl.s.quotas.entitiesChanged,
 		Logger:                       cl.log.With("component", "cluster"),
 	})
 	if err != nil {

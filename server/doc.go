@@ -546,4 +546,17 @@
 // with Kafka's authorization errors beside the handler's answer for the
 // rest; a consumer Fetch with a refused topic is answered with the refused
 // partitions' errors only; a refused acks=0 Produce closes the connection.
+//
+// Client quotas (quota.go, conn_quota.go): producer_byte_rate,
+// consumer_byte_rate and request_percentage per user, client id or both,
+// resolved in Kafka's precedence order, measured as Kafka's Rate over
+// quota.window.num samples of quota.window.size.seconds. Over a quota the
+// response carries throttle_time_ms and the connection reads no request
+// until it has passed (KIP-219; older response versions are held back
+// instead); a fetch over quota is answered with no topics. Stored
+// (quota_store.go) in QuotasFile on a single node, /config/users and
+// /config/clients in a cluster, reloaded per entity on /config/changes
+// notifications; DescribeClientQuotas and AlterClientQuotas
+// (api_client_quotas.go) read and change them. With no quota configured the
+// request path checks one atomic flag.
 package server

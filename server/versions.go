@@ -50,6 +50,8 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeTransactions), 0, 0},
 	{int16(kmsg.ListTransactions), 0, 0},
 	{int16(kmsg.DescribeProducers), 0, 0},
+	{int16(kmsg.DescribeClientQuotas), 0, 1},
+	{int16(kmsg.AlterClientQuotas), 0, 1},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:
