@@ -30,7 +30,7 @@ func compactFixture(t *testing.T, fsys vfs.FS, dir string, c record.Codec) []ref
 			recs[i] = record.Record{Timestamp: 1000 + o, Key: key(int(o % 4)), Value: v}
 			ref = append(ref, refRec{Offset: o, Timestamp: 1000 + o, Key: recs[i].Key, Value: v})
 		}
-		if _, err := l.Append(batchOf(t, c, recs)); err != nil {
+		if _, err := appendBatch(l, batchOf(t, c, recs)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestCompactDirOffline(t *testing.T) {
 					h, ok, b.Codec(), b.ProducerID(), b.PartitionLeaderEpoch(), b.BaseOffset(), b.LastOffset())
 			}
 			// Appends continue after the cleaned last segment.
-			if info, err := l.Append(batchOf(t, c, []record.Record{{Timestamp: 1, Key: key(9), Value: []byte("z")}})); err != nil || info.FirstOffset != 90 {
+			if info, err := appendBatch(l, batchOf(t, c, []record.Record{{Timestamp: 1, Key: key(9), Value: []byte("z")}})); err != nil || info.FirstOffset != 90 {
 				t.Fatalf("append after compaction: %+v %v", info, err)
 			}
 			l.Close()
@@ -180,7 +180,7 @@ func TestCompactDirLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := l.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: 2, Key: key(0), Value: []byte("new")}})); err != nil {
+		if _, err := appendBatch(l, batchOf(t, record.CodecNone, []record.Record{{Timestamp: 2, Key: key(0), Value: []byte("new")}})); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -79,7 +79,7 @@ func crashSetup(t *testing.T, codec record.Codec) (*vfs.MemFS, []refRec) {
 			recs[i] = record.Record{Timestamp: 1000 + o, Key: key(int(o*5) % 6), Value: v}
 			ref = append(ref, refRec{Offset: o, Timestamp: 1000 + o, Key: recs[i].Key, Value: v})
 		}
-		if _, err := l.Append(batchOf(t, codec, recs)); err != nil {
+		if _, err := appendBatch(l, batchOf(t, codec, recs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,11 @@ func TestEmptyBatchesAsKafka(t *testing.T) {
 	const now = int64(10_000_000)
 	fsys := vfs.NewMem()
 	dir := "/data/t-0"
-	l, err := segment.Open(dir, &segment.Options{FS: fsys, SegmentBytes: 700, SegmentIndexBytes: 4096, Logger: quiet})
+	// The log's clock is the test's: producer 7 is active at now, and its
+	// second batch follows its first (at the real time it would have
+	// expired, and the batch be refused as an unknown producer's).
+	l, err := segment.Open(dir, &segment.Options{FS: fsys, SegmentBytes: 700, SegmentIndexBytes: 4096, Logger: quiet,
+		Now: func() int64 { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +176,7 @@ func TestGroupEndKeptForRollForward(t *testing.T) {
 			}
 			recs[i] = record.Record{Timestamp: 1000, Key: key(k), Value: []byte("value")}
 		}
-		if _, err := l.Append(batchOf(t, record.CodecLZ4, recs)); err != nil {
+		if _, err := appendBatch(l, batchOf(t, record.CodecLZ4, recs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,6 +35,17 @@ func batchOf(t testing.TB, c record.Codec, recs []record.Record) []byte {
 	return b
 }
 
+// appendBatch appends b, one of batchOf's batches, at the log end as a
+// follower copies a leader's batch (AppendAssigned). batchOf's batches all
+// carry producer 7's fields at sequence 0, for the cleaner to keep; the
+// log checks sequences only on a leader's appends of a client's batches
+// (Append), as Kafka does, where they would be refused as out of order or
+// answered as retries and not stored.
+func appendBatch(l *segment.Log, b []byte) (segment.AppendInfo, error) {
+	record.Batch(b).SetBaseOffset(l.LogEndOffset())
+	return l.AppendAssigned(b)
+}
+
 // readAll reads every record from the log start, checking batch framing and
 // CRCs, and returns the records and the batches' (base, last) offsets.
 func readAll(t testing.TB, l *segment.Log) ([]record.Record, [][2]int64) {

@@ -75,7 +75,7 @@ func TestManagerConcurrent(t *testing.T) {
 					o := next + int64(i)
 					recs[i] = record.Record{Timestamp: time.Now().UnixMilli(), Key: concKey(o), Value: concValue(o)}
 				}
-				if _, err := l.Append(batchOf(t, codecs[b%2], recs)); err != nil {
+				if _, err := appendBatch(l, batchOf(t, codecs[b%2], recs)); err != nil {
 					t.Fatal(err)
 				}
 				if b%50 == 0 {
@@ -214,16 +214,20 @@ func TestManagerUncleanable(t *testing.T) {
 	txn, plain := open("/data/txn-0"), open("/data/plain-0")
 	for i := 0; i < 40; i++ {
 		o := record.DefaultBatchOptions()
-		o.ProducerID, o.ProducerEpoch, o.BaseSequence = 1, 0, int32(i)
+		// Producer 1's transactional batches (its transaction left open)
+		// between producer 2's plain ones: a producer inside a transaction
+		// sends only transactional batches. Stamped now: a producer whose
+		// last batch is older than producer.id.expiration.ms is forgotten.
+		o.ProducerID, o.ProducerEpoch, o.BaseSequence = int64(1+i%2), 0, int32(i/2)
 		o.Transactional = i%2 == 0
-		b, err := record.AppendBatch(nil, o, []record.Record{{Timestamp: 1, Key: key(i % 3), Value: []byte("x")}})
+		b, err := record.AppendBatch(nil, o, []record.Record{{Timestamp: time.Now().UnixMilli(), Key: key(i % 3), Value: []byte("x")}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := txn.Append(b); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := plain.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: 1, Key: key(i % 3), Value: []byte("y")}})); err != nil {
+		if _, err := appendBatch(plain, batchOf(t, record.CodecNone, []record.Record{{Timestamp: 1, Key: key(i % 3), Value: []byte("y")}})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,7 +272,7 @@ func TestDirtyRatioSelection(t *testing.T) {
 		}
 		t.Cleanup(func() { l.Close() })
 		for i := 0; i < batches; i++ {
-			if _, err := l.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: ts, Key: key(i % keys), Value: make([]byte, 50)}})); err != nil {
+			if _, err := appendBatch(l, batchOf(t, record.CodecNone, []record.Record{{Timestamp: ts, Key: key(i % keys), Value: make([]byte, 50)}})); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -299,7 +303,7 @@ func TestDirtyRatioSelection(t *testing.T) {
 	}
 	// Append a little to a: ratio now far below 0.5.
 	for i := 0; i < 1; i++ {
-		a.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: 1000, Key: key(1), Value: make([]byte, 50)}}))
+		appendBatch(a, batchOf(t, record.CodecNone, []record.Record{{Timestamp: 1000, Key: key(1), Value: make([]byte, 50)}}))
 	}
 	a.Roll()
 	if d, _ := m.DirtyOf(tpA); d.Ratio() >= 0.5 || d.CleanableBytes == 0 {

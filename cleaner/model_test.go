@@ -71,7 +71,7 @@ func runModel(t *testing.T, codec record.Codec, seed uint64) {
 				recs[i] = record.Record{Timestamp: ts, Key: key(k), Value: v}
 				ref = append(ref, refRec{Offset: next + int64(i), Timestamp: ts, Key: key(k), Value: v, AppendMs: now})
 			}
-			if _, err := l.Append(batchOf(t, codec, recs)); err != nil {
+			if _, err := appendBatch(l, batchOf(t, codec, recs)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -36,7 +36,7 @@ func retentionLog(t *testing.T, fsys vfs.FS, dir string, o segment.Options, now 
 func appendTs(t *testing.T, l *segment.Log, ts int64, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if _, err := l.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: ts, Key: key(i), Value: make([]byte, 100)}})); err != nil {
+		if _, err := appendBatch(l, batchOf(t, record.CodecNone, []record.Record{{Timestamp: ts, Key: key(i), Value: make([]byte, 100)}})); err != nil {
 			t.Fatal(err)
 		}
 	}

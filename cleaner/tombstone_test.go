@@ -120,7 +120,7 @@ func TestDeleteRetentionZeroManager(t *testing.T) {
 			if k == 4 {
 				v = nil // key 4 is always deleted
 			}
-			if _, err := l.Append(batchOf(t, record.CodecNone, []record.Record{{Timestamp: now, Key: key(k), Value: v}})); err != nil {
+			if _, err := appendBatch(l, batchOf(t, record.CodecNone, []record.Record{{Timestamp: now, Key: key(k), Value: v}})); err != nil {
 				t.Fatal(err)
 			}
 		}

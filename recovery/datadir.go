@@ -130,7 +130,7 @@ func OpenDataDir(dir string, opts *Options) (*DataDir, *Report, error) {
 		d.mu.Unlock()
 		if !trusted {
 			trimmed, err := trimSideFiles(o.FS, p.dir, l.LogEndOffset(), true)
-			pr.SideFilesTrimmed = trimmed
+			pr.SideFilesTrimmed = append(pr.SideFilesTrimmed, trimmed...)
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
 			}

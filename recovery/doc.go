@@ -27,12 +27,15 @@
 //     shutdown was clean. Per partition that removes .deleted/.cleaned leftovers,
 //     finishes or drops .swap files and loads the segments by the two rules
 //     below (What damage costs), saving every byte it cuts first.
-//  5. After an unclean shutdown, trims what lies past each log's end, as Kafka's
-//     loader does (after a clean one the files agree with the logs by
-//     construction, and the directory walk is skipped to keep a clean start fast): producer snapshots named above it are removed, aborted
-//     transactions whose lastOffset is at or past it are dropped from the
-//     .txnindex files, and leader-epoch-checkpoint entries starting at or past it
-//     are dropped.
+//  5. Trims what lies past each log's end, as Kafka's loader does: producer
+//     snapshots named above it are removed (saved in the backup first, kind
+//     "snapshot") and aborted transactions whose lastOffset is at or past it
+//     dropped from the .txnindex files by segment.Open itself, which owns
+//     those files (see the segment package); after an unclean shutdown
+//     leader-epoch-checkpoint entries starting at or past it are dropped
+//     here (after a clean one the files agree with the logs by
+//     construction, and the walk is skipped to keep a clean start fast).
+//     Each change is listed in PartitionReport.SideFilesTrimmed.
 //
 // # What damage costs
 //

@@ -58,7 +58,7 @@ func Inspect(dir string, opts *Options) (*Report, error) {
 		}
 		if !trusted {
 			trimmed, err := trimSideFiles(o.FS, p.dir, lr.LogEndOffset, false)
-			pr.SideFilesTrimmed = trimmed
+			pr.SideFilesTrimmed = append(pr.SideFilesTrimmed, trimmed...)
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrPartitionLoad, p.tp, err)
 			}

@@ -90,6 +90,7 @@ func partitionReport(p *PartitionReport, lr *segment.LoadReport) {
 	p.Truncations = lr.Cuts
 	p.TempFilesRemoved = lr.TempFilesRemoved
 	p.SwapsCompleted = lr.SwapsCompleted
+	p.SideFilesTrimmed = lr.SideFilesTrimmed
 }
 
 func (r *Report) sum() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratalog/strata/internal/checkpoint"
+	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/segment"
 )
 
@@ -30,11 +31,12 @@ func TestSideFilesTrimmedAtCut(t *testing.T) {
 	last := c.logs[len(c.logs)-1]
 	lastBase, _, _ := segment.ParseFileName(filepath.Base(last))
 	// The process wrote 20 more offsets' worth of side files, but their batches
-	// never reached the disk whole.
+	// never reached the disk whole. The snapshots are good ones (of no
+	// producers): a damaged one is removed whatever its offset.
 	appendFile(t, c.fsys, last, make([]byte, 64))
 	end := c.end
 	for _, off := range []int64{lastBase, end, end + 7} {
-		writeFile(t, c.fsys, segment.FilePath(c.pdir, off, segment.SnapshotSuffix), []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+		writeFile(t, c.fsys, segment.FilePath(c.pdir, off, segment.SnapshotSuffix), producer.EncodeSnapshot(nil))
 	}
 	keep := append(txnEntry(1, lastBase, end-2), txnEntry(2, lastBase+1, end-1)...)
 	txn := segment.FilePath(c.pdir, lastBase, segment.TxnIndexSuffix)

@@ -176,4 +176,15 @@ func TestUncleanRemovalsBackedUp(t *testing.T) {
 	if kinds["tail"] != 1 || kinds["segment"] != len(c.logs)-2 || kinds["index"] < len(c.logs)-2 {
 		t.Fatalf("backup kinds %v", kinds)
 	}
+	// The producer snapshots the log wrote at its rolls past the cut went
+	// too: reported, and in the backup.
+	snaps := 0
+	for _, f := range p.SideFilesTrimmed {
+		if strings.Contains(f, segment.SnapshotSuffix+": producer snapshot above the log end") {
+			snaps++
+		}
+	}
+	if snaps == 0 || kinds["snapshot"] != snaps {
+		t.Fatalf("%d snapshots reported removed (%v), %d in the backup", snaps, p.SideFilesTrimmed, kinds["snapshot"])
+	}
 }

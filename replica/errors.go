@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/segment"
 )
 
@@ -72,6 +73,8 @@ func ErrorCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, ErrStaleControllerEpoch):
 		return kerr.StaleControllerEpoch.Code
+	case producer.ErrorCode(err) != 0:
+		return producer.ErrorCode(err)
 	case errors.Is(err, ErrInvalidRecords):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, ErrInvalidRequest):

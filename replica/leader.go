@@ -106,6 +106,9 @@ func (p *Partition) AppendAsLeader(batches []byte, acks int16, minISR int, now i
 	}
 	info, err := l.Append(batches)
 	if err != nil {
+		if errors.Is(err, segment.ErrProducer) {
+			return AppendResult{}, err
+		}
 		if isInputError(err) {
 			return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidRecords, err)
 		}

@@ -550,10 +550,33 @@ func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
 // Kafka. Offsets outside the log are segment.ErrOffsetOutOfRange. Release
 // the region when done.
 func (p *Partition) ReadCommitted(offset, maxBytes int64) (segment.Region, error) {
+	return p.ReadConsumer(offset, maxBytes, false)
+}
+
+// LastStableOffset is what a read_committed consumer may read up to: the
+// high watermark, or the first offset of the oldest open transaction when
+// that is lower.
+func (p *Partition) LastStableOffset() int64 {
 	p.mu.Lock()
 	l := p.log
 	hw := min(p.hw, l.HighWatermark())
 	p.mu.Unlock()
+	if fu, ok := l.FirstUnstableOffset(); ok {
+		return min(hw, fu)
+	}
+	return hw
+}
+
+// ReadConsumer is ReadCommitted, stopping at the last stable offset when
+// stable is set (a read_committed consumer).
+func (p *Partition) ReadConsumer(offset, maxBytes int64, stable bool) (segment.Region, error) {
+	p.mu.Lock()
+	l := p.log
+	hw := min(p.hw, l.HighWatermark())
+	p.mu.Unlock()
+	if fu, ok := l.FirstUnstableOffset(); ok && stable {
+		hw = min(hw, fu)
+	}
 	v := l.Snapshot()
 	if offset >= hw && offset <= v.End && offset >= v.Start {
 		return segment.Region{FirstOffset: offset}, nil

@@ -133,4 +133,52 @@
 //     later segment is removed, Kafka's rule.
 //
 // Options.SaveCut sees every byte before it is cut (recovery keeps a backup).
+//
+// # Producer state and transactions
+//
+// Every batch the log stores updates its producer state (package producer,
+// Kafka's ProducerStateManager): Append and AppendAssigned alike, so a
+// follower, and a log rebuilt by Open, hold the same state as the leader. A
+// leader's Append checks its batches first: a producer's retry of one of its
+// last five batches is answered with the original offsets
+// (AppendInfo.Duplicate) and not stored; a sequence gap, an older epoch, a
+// sequence from a producer the partition does not know (expired after
+// producer.id.expiration.ms, or never issued) and a transaction marker from a
+// fenced producer or coordinator epoch are refused with ErrProducer wrapping
+// producer's error, the log unchanged. A data batch without a sequence (a
+// coordinator's) and a control batch (a transaction marker, as the
+// transaction coordinator's WriteTxnMarkers appends it) have only their
+// epochs checked.
+//
+// The state is snapshotted to %020d.snapshot (Kafka's version 1, CRC-32C) at
+// every roll, named after the new segment's base, without an fsync, and on
+// Close at the log end, durably; a snapshot that cannot be written takes the
+// log offline (as Kafka takes the log dir offline), the roll's append
+// refused. A snapshot is no segment file: rolling a cleaner's swap forward
+// leaves it. Open removes snapshots above the log end, loads the newest
+// that passes its checks (a damaged one is logged, reported in
+// LoadReport.SnapshotsIgnored, removed, and the next older tried) and
+// replays the batches after it; with no snapshot at all after a clean
+// shutdown (a log written before snapshots) only the last two segments are
+// replayed, as Kafka does on upgrade. TruncateTo rebuilds the state the same
+// way; retention removes the snapshots below the new first segment.
+//
+// An abort marker adds its transaction to the .txnindex of the segment
+// holding the marker (Kafka's 34-byte AbortedTxn entries) and to that
+// segment's copy in memory (AbortedTxns, for read_committed fetches). The
+// last stable offset (LastStableOffset, FirstUnstableOffset) is the first
+// offset of the oldest open transaction, capped by the high watermark;
+// ReadStable reads below it. Open reads and checks each .txnindex (whole
+// version-0 entries inside their segment, in marker order); the entries of
+// the replayed range are recomputed and the file rewritten where it
+// disagrees, and a damaged file below that range is rebuilt from a replay of
+// the whole log (LoadReport.TxnIndexesRebuilt). In a segment Open cut, the
+// entries past the cut are dropped (Kafka's TransactionIndex.truncateTo);
+// elsewhere such an entry is damage.
+//
+// Open owns these files (it needs them to agree with the log to load the
+// state): every snapshot it removes, first shown to Options.SaveCut (kind
+// "snapshot"), and every .txnindex it rewrites is listed in
+// LoadReport.SideFilesTrimmed; Inspect lists the same without changing
+// anything. A snapshot or .txnindex it cannot remove or rewrite fails Open.
 package segment

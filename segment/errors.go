@@ -39,6 +39,10 @@ var (
 	// an I/O error paging the file in, or a file cut behind the log's back):
 	// the log goes offline, as it cannot tell what reached the file.
 	errMappedFault = errors.New("segment: fault in a mapped write")
+	// ErrProducer: a leader append refused by the producer state (a
+	// sequence gap, a fenced epoch, an unknown producer: the wrapped
+	// producer error says which); nothing was appended.
+	ErrProducer = errors.New("segment: refused by producer state")
 	// ErrSaveCut: Options.SaveCut failed, so loading cut nothing and stopped.
 	ErrSaveCut = errors.New("segment: could not save the bytes to cut")
 )

@@ -70,6 +70,20 @@ func Inspect(dir string, opts *Options) (*LoadReport, error) {
 	if rep.Segments == 0 {
 		rep.Segments = 1 // Open creates an empty one
 	}
+	// The producer state's files, as Open would load them: the snapshots
+	// and .txnindex files it would remove or rewrite are reported.
+	l := &Log{fs: o.FS, dir: dir, o: o}
+	l.next.Store(rep.LogEndOffset)
+	l.firstUnstable.Store(-1)
+	if kept > 0 && rep.LogEndOffset == segs[kept-1].next.Load() {
+		l.publish(segs[:kept])
+		err = l.loadProducers(rep, true)
+	} else { // Open starts an empty log: only the snapshots above it go
+		err = l.dropSnapshotsAbove(rep.LogEndOffset, rep, true)
+	}
+	if err != nil {
+		return rep, err
+	}
 	rep.Duration = time.Since(t0)
 	return rep, nil
 }

@@ -225,7 +225,7 @@ func TestTornSegmentAtRecoveryPoint(t *testing.T) {
 		if c := rep.Cuts[0]; c.File != torn || c.Position != pos || c.BelowRecoveryPoint || c.Removed {
 			t.Fatalf("first cut %+v", c)
 		}
-		logsSaved := 0
+		logsSaved, snapsSaved := 0, 0
 		for _, s := range saved {
 			switch {
 			case s.kind == "tail" && s.file == torn && s.pos == pos && s.sizeAfter == pos:
@@ -233,12 +233,21 @@ func TestTornSegmentAtRecoveryPoint(t *testing.T) {
 				if s.kind == "segment" {
 					logsSaved++
 				}
+			case s.kind == "snapshot" && s.pos == 0 && s.sizeAfter == -1:
+				// The producer snapshot of a roll past the cut.
+				if off, suf, _ := ParseFileName(s.file[strings.LastIndexByte(s.file, '/')+1:]); suf != SnapshotSuffix || off <= l.LogEndOffset() {
+					t.Errorf("snapshot %s at or below the log end %d saved", s.file, l.LogEndOffset())
+				}
+				snapsSaved++
 			default:
 				t.Errorf("unexpected save %+v", s)
 			}
 		}
 		if logsSaved != len(logs)-3 {
 			t.Errorf("%d removed .log files saved, want %d", logsSaved, len(logs)-3)
+		}
+		if snapsSaved != len(logs)-3 {
+			t.Errorf("%d producer snapshots above the log end saved, want %d (one per roll past the cut)", snapsSaved, len(logs)-3)
 		}
 		for _, c := range rep.Cuts[1:] {
 			if !c.Removed || c.Position != 0 {

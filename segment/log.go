@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/producer"
 )
 
 // Log is one partition directory: an ordered list of segments, the last of which
@@ -61,6 +62,17 @@ type Log struct {
 	notifyMu    sync.Mutex
 	notify      chan struct{}
 	hasWaiters  atomic.Bool
+
+	// Producer state (log_producers.go), under the writer lock: ps follows
+	// every stored batch; pbatches are the producer batches of the append
+	// being made.
+	ps            *producer.State
+	pbatches      []producer.Batch
+	firstUnstable atomic.Int64 // first offset of the oldest open transaction, -1: none
+	// psDirty: producer batches were appended, or the log truncated, since
+	// Open or the last snapshot; Close writes one only then (a log opened
+	// and closed unchanged, by an offline tool's dry run, keeps its files).
+	psDirty bool
 }
 
 // background runs task through Options.Go; Close waits for it.
@@ -253,6 +265,11 @@ func (l *Log) Close() error {
 	l.pendingMu.Unlock()
 	l.bg.Wait()
 	segs := l.segs.Load().segs
+	if len(segs) > 0 && l.health.Err() == nil && l.ps != nil && l.psDirty {
+		if e := l.writeSnapshot(l.next.Load(), true); e != nil && err == nil {
+			err = l.fail(e)
+		}
+	}
 	if len(segs) > 0 && l.health.Err() == nil {
 		// The trim seal makes must be durable before the broker writes its
 		// clean-shutdown marker, or a power loss after a clean stop would

@@ -15,6 +15,9 @@ type AppendInfo struct {
 	MaxTimestamp int64 // largest batch max timestamp, -1 when none
 	Batches      int
 	Bytes        int
+	// Duplicate: the batch was a producer's retry of a batch already in
+	// the log; nothing was appended, and the offsets are the original's.
+	Duplicate bool
 }
 
 // Append stores buf, one or more whole v2 record batches, assigning offsets: each
@@ -66,7 +69,8 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 		return AppendInfo{}, false, err
 	}
 	info, err = l.checkAppend(buf, assign)
-	if err != nil {
+	if err != nil || info.Duplicate {
+		l.pbatches = l.pbatches[:0]
 		return info, false, err
 	}
 	act := l.active()
@@ -83,8 +87,10 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 		if errors.Is(err, errNotUndone) || errors.Is(err, errMappedFault) || errors.Is(err, index.ErrMappedWrite) {
 			err = l.fail(err)
 		}
+		l.pbatches = l.pbatches[:0]
 		return AppendInfo{}, false, err
 	}
+	perr := l.applyProducers(act)
 	next := info.LastOffset + 1
 	l.next.Store(next)
 	flushed := l.flushed.Load()
@@ -94,7 +100,7 @@ func (l *Log) appendLocked(buf []byte, assign bool) (info AppendInfo, flush bool
 	} else {
 		l.raiseHighWatermark(next)
 	}
-	return info, flush, nil
+	return info, flush, perr
 }
 
 // checkAppend walks the batches of buf, checking framing and offsets and, when
@@ -130,6 +136,7 @@ func (l *Log) checkAppend(buf []byte, assign bool) (AppendInfo, error) {
 		} else if h.Offset < off {
 			return info, fmt.Errorf("%w: batch at byte %d starts at offset %d, expected %d or more", ErrOffsetMismatch, p, h.Offset, off)
 		}
+		l.collectProducer(record.Batch(buf[p : p+int(total)]))
 		if info.FirstOffset < 0 {
 			info.FirstOffset = h.Offset
 		}
@@ -140,6 +147,9 @@ func (l *Log) checkAppend(buf []byte, assign bool) (AppendInfo, error) {
 		info.Batches++
 		off = h.LastOffset + 1
 		p += int(total)
+	}
+	if assign {
+		return info, l.checkProducers(&info)
 	}
 	return info, nil
 }
@@ -169,6 +179,10 @@ func (l *Log) roll(base int64) (*Segment, error) {
 	}
 	l.dirChanged()
 	l.publish(append(append([]*Segment(nil), l.segs.Load().segs...), seg))
+	if err := l.writeSnapshot(base, false); err != nil {
+		// The roll is made; the append that asked for it is refused.
+		return nil, l.fail(err)
+	}
 	l.afterDirSync(func() {
 		if err := l.FlushTo(base); err != nil && !errors.Is(err, ErrOffline) {
 			l.o.Logger.Error("flush after roll failed", "dir", l.dir, "err", err)

@@ -40,6 +40,7 @@ func (l *Log) deleteOldest(n int, reason string) (int, error) {
 	}
 	l.dirChanged()
 	base := segs[n].base
+	l.removeSnapshots(func(off int64) bool { return off >= base })
 	l.afterDirSync(func() { l.raiseFlushed(base) })
 	return n, nil
 }

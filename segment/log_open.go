@@ -25,15 +25,26 @@ type LoadReport struct {
 	BytesTruncated  int64  `json:"bytes_truncated"`
 	// BytesPreallocatedTrimmed is the zero-filled reserve cut from segments
 	// written with Options.Preallocate after a crash: expected, not data loss.
-	BytesPreallocatedTrimmed int64         `json:"bytes_preallocated_trimmed,omitempty"`
-	SegmentsRemoved          int           `json:"segments_removed"`             // segments after a truncation point, deleted
-	IndexesRebuilt           int           `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
-	Truncations              []string      `json:"-"`                            // each cut as text: file, position, reason
-	Cuts                     []Cut         `json:"truncations,omitempty"`        // each cut, structured
-	TempFilesRemoved         []string      `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
-	SwapsCompleted           []string      `json:"swaps_completed,omitempty"`
-	LogEndOffset             int64         `json:"log_end_offset"`
-	Duration                 time.Duration `json:"duration_ns"`
+	BytesPreallocatedTrimmed int64    `json:"bytes_preallocated_trimmed,omitempty"`
+	SegmentsRemoved          int      `json:"segments_removed"`             // segments after a truncation point, deleted
+	IndexesRebuilt           int      `json:"indexes_rebuilt"`              // segments below the recovery point whose indexes were bad or missing
+	Truncations              []string `json:"-"`                            // each cut as text: file, position, reason
+	Cuts                     []Cut    `json:"truncations,omitempty"`        // each cut, structured
+	TempFilesRemoved         []string `json:"temp_files_removed,omitempty"` // .deleted / .cleaned / stray swap and index files
+	SwapsCompleted           []string `json:"swaps_completed,omitempty"`
+	TxnIndexesRebuilt        int      `json:"txn_indexes_rebuilt,omitempty"` // damaged .txnindex files rebuilt
+	// SideFilesTrimmed lists each producer snapshot removed (above the log
+	// end, or damaged; saved first through SaveCut, kind "snapshot") and
+	// each .txnindex rewritten to agree with the log, naming the file and
+	// what went.
+	SideFilesTrimmed []string `json:"side_files_trimmed,omitempty"`
+	// SnapshotsIgnored are the damaged producer snapshots ignored (and
+	// removed); ProducerBatchesReplayed the batches read to rebuild the
+	// producer state after the newest good one.
+	SnapshotsIgnored        []string      `json:"snapshots_ignored,omitempty"`
+	ProducerBatchesReplayed int           `json:"producer_batches_replayed,omitempty"`
+	LogEndOffset            int64         `json:"log_end_offset"`
+	Duration                time.Duration `json:"duration_ns"`
 }
 
 // Cut is one truncation made by recovery: the bytes of File from Position on
@@ -184,6 +195,10 @@ func OpenWithReport(dir string, opts *Options) (*Log, *LoadReport, error) {
 		flushed = o.RecoveryPoint
 	}
 	l.flushed.Store(flushed)
+	l.firstUnstable.Store(-1)
+	if err := l.loadProducers(rep, false); err != nil {
+		return fail(err)
+	}
 	l.lastFlushMs.Store(o.Now())
 	l.flushMs.Store(o.FlushMs)
 	if o.FlushMs != Never {
@@ -427,7 +442,9 @@ func planFiles(fsys vfs.FS, dir string, rep *LoadReport) (*filePlan, error) {
 		}
 		var out []dirFile
 		for _, f := range kept {
-			if !hasTemp(f.suffix, SwapSuffix) && f.base >= minBase && f.base < maxNext {
+			// A producer snapshot is no segment file: it describes the
+			// producers as of its offset, whatever the cleaner rewrote.
+			if !hasTemp(f.suffix, SwapSuffix) && f.suffix != SnapshotSuffix && f.base >= minBase && f.base < maxNext {
 				p.remove = append(p.remove, f.name)
 				rep.TempFilesRemoved = append(rep.TempFilesRemoved, f.name+" (replaced by a swap)")
 				continue

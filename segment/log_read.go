@@ -27,22 +27,25 @@ func (l *Log) Snapshot() Snapshot {
 // returns an empty region. Offsets outside [start, end] are ErrOffsetOutOfRange.
 // Release the region when done.
 func (l *Log) Read(offset, maxBytes int64) (Region, error) {
-	return l.read(offset, maxBytes, false)
+	return l.read(offset, maxBytes, false, false)
 }
 
 // ReadToHighWatermark is Read for a consumer: it stops at the high watermark,
 // and an offset between it and the log end reads as an empty region (the
 // records there are still waiting for their flush), as in Kafka.
 func (l *Log) ReadToHighWatermark(offset, maxBytes int64) (Region, error) {
-	return l.read(offset, maxBytes, true)
+	return l.read(offset, maxBytes, true, false)
 }
 
-func (l *Log) read(offset, maxBytes int64, toHW bool) (Region, error) {
+func (l *Log) read(offset, maxBytes int64, toHW, stable bool) (Region, error) {
 	if err := l.health.Err(); err != nil {
 		return Region{}, err // an offline log serves nothing (KAFKA_STORAGE_ERROR)
 	}
 	for try := 0; ; try++ {
 		hw := l.hw.Load() // before the snapshot: every offset below it is in the list
+		if fu := l.firstUnstable.Load(); stable && fu >= 0 {
+			hw = min(hw, fu)
+		}
 		v := l.Snapshot()
 		if toHW {
 			if offset >= hw && offset <= v.End && offset >= v.Start {

@@ -1,6 +1,10 @@
 package segment
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stratalog/strata/producer"
+)
 
 // TruncateTo removes every batch holding an offset at or above off (a batch that
 // straddles off goes whole, as in Kafka), so the log ends at or below off.
@@ -66,6 +70,10 @@ func (l *Log) TruncateTo(off int64) error {
 	if l.start.Load() > l.next.Load() {
 		l.start.Store(l.next.Load()) // the cut batch straddled the log start: nothing is left
 	}
+	l.psDirty = true
+	if err := l.loadProducers(nil, false); err != nil {
+		return l.fail(err)
+	}
 	l.wake()
 	return nil
 }
@@ -129,6 +137,10 @@ func (l *Log) truncateFully(off int64) error {
 		return err
 	}
 	l.publish([]*Segment{s})
+	l.removeSnapshots(func(int64) bool { return false })
+	l.ps = producer.NewState(off, l.o.ProducerIDExpirationMs)
+	l.firstUnstable.Store(-1)
+	l.psDirty = true
 	l.hwMu.Lock()
 	l.next.Store(off)
 	l.hw.Store(off)

@@ -112,6 +112,11 @@ type Options struct {
 	// durable (FlushTo), with how long it took: the broker's
 	// LogFlushRateAndTimeMs. It runs on the flushing goroutine.
 	OnFlush func(time.Duration)
+
+	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer
+	// without an open transaction whose last batch is older is forgotten
+	// (default 1 day).
+	ProducerIDExpirationMs int64
 }
 
 // Defaults, Kafka's.
@@ -123,6 +128,8 @@ const (
 	DefaultFileDeleteDelayMs  = 60000
 	DefaultRetentionMs        = 7 * 24 * 3600 * 1000
 	DefaultMaxBatchBytes      = 64 << 20
+	// DefaultProducerIDExpirationMs is producer.id.expiration.ms's default.
+	DefaultProducerIDExpirationMs = 86400000
 	// PreallocateChunk is how far ahead of the writer a preallocated segment's
 	// file is extended (capped at SegmentBytes), as etcd's WAL preallocates
 	// 64 MB segments: one size change, one journal commit, per chunk.
@@ -176,6 +183,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if n.Logger == nil {
 		n.Logger = slog.Default()
+	}
+	if n.ProducerIDExpirationMs == 0 {
+		n.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
 	}
 	return &n
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratalog/strata/index"
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/producer"
 )
 
 // Segment is one segment of a partition: the .log file holding the batches whose
@@ -52,6 +53,10 @@ type Segment struct {
 	rollTs             int64                        // max timestamp of the first batch, -1 when none
 	createdMs          int64                        // wall clock at creation or open
 	indexesSynced      atomic.Bool                  // indexes fsynced since they last changed
+
+	// aborted is the segment's aborted-transaction index in memory
+	// (log_txnindex.go), replaced copy-on-write; nil: none.
+	aborted atomic.Pointer[[]producer.AbortedTxn]
 }
 
 // Base is the segment's base offset (its file name).

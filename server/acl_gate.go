@@ -32,6 +32,7 @@ import (
 //	OffsetFetch             Describe group, Describe topic (others left out)
 //	ListGroups              Describe cluster, else the groups it may Describe
 //	DescribeGroups          Describe group; DeleteGroups, OffsetDelete Delete group
+//	transaction APIs        see acl_gate_txn.go
 //	controller and replica requests  ClusterAction cluster
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials  Alter cluster
 //	DescribeCluster, DescribeAcls, DescribeUserScramCredentials      Describe cluster
@@ -70,6 +71,9 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 	topicOK := func(op sec.Operation) func(string) bool {
 		return func(t string) bool { return c.allowed(op, sec.ResourceTopic, t) }
 	}
+	if g, ok := c.authorizeTxn(req); ok {
+		return g, nil
+	}
 	switch r := req.(type) {
 	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return nil, nil
@@ -89,6 +93,12 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		return &gate{deny: topError(req, clusterErr)}, nil
 
 	case *kmsg.ProduceRequest:
+		if c.produceTxnDenied(r) {
+			if r.Acks == 0 {
+				return nil, errAuthorizationClose
+			}
+			return &gate{deny: produceTxnError(r)}, nil
+		}
 		var denied []kmsg.ProduceRequestTopic
 		r.Topics, denied = split(r.Topics, func(t kmsg.ProduceRequestTopic) bool { return topicOK(sec.OpWrite)(t.Topic) })
 		if len(denied) == 0 {

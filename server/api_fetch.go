@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/segment"
 )
 
@@ -16,8 +17,12 @@ type fetchPart struct {
 	partition int32
 	code      int16
 	hw        int64
+	lso       int64 // last stable offset
 	logStart  int64
-	region    segment.Region
+	// aborted: the aborted transactions of the range read, for a
+	// read_committed fetch.
+	aborted []producer.AbortedTxn
+	region  segment.Region
 	// diverging (cluster mode, a follower's fetch): the follower's log
 	// diverges after epoch divEpoch, which ends at divEnd on the leader
 	// (Fetch v12's diverging_epoch).
@@ -152,7 +157,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 		ft := fetchTopic{name: rt.Topic, parts: make([]fetchPart, 0, len(rt.Partitions))}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			fp := fetchPart{partition: rp.Partition, hw: -1, logStart: -1}
+			fp := fetchPart{partition: rp.Partition, hw: -1, lso: -1, logStart: -1}
 			p := s.topics.partition(rt.Topic, rp.Partition)
 			if p == nil {
 				fp.code = kerr.UnknownTopicOrPartition.Code
@@ -172,7 +177,13 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 			}
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			if total == 0 || limit > 0 {
-				r, err := p.log.ReadToHighWatermark(rp.FetchOffset, max(limit, 0))
+				var r segment.Region
+				var err error
+				if req.IsolationLevel == 1 {
+					r, err = p.log.ReadStable(rp.FetchOffset, max(limit, 0))
+				} else {
+					r, err = p.log.ReadToHighWatermark(rp.FetchOffset, max(limit, 0))
+				}
 				switch {
 				case errors.Is(err, segment.ErrOffsetOutOfRange):
 					fp.code = kerr.OffsetOutOfRange.Code
@@ -196,6 +207,10 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) (topics []fetchTopic, total i
 				}
 			}
 			fp.hw = p.log.HighWatermark()
+			fp.lso = p.log.LastStableOffset()
+			if req.IsolationLevel == 1 && fp.region.Len > 0 {
+				fp.aborted = p.log.AbortedTxns(rp.FetchOffset, fp.lso, nil)
+			}
 			fp.logStart = p.log.LogStartOffset()
 			ft.parts = append(ft.parts, fp)
 		}

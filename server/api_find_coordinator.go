@@ -7,15 +7,15 @@ import (
 
 // handleFindCoordinator answers FindCoordinator v0-4: this node coordinates
 // every group (v4 batches keys). The offsets topic is created on the first
-// group lookup, as Kafka does. Transaction coordinators (key type 1) are not
-// served: COORDINATOR_NOT_AVAILABLE; other key types are INVALID_REQUEST.
+// group lookup, as Kafka does; __transaction_state on the first
+// transactional id's (key type 1). Other key types are INVALID_REQUEST.
 func (s *Server) handleFindCoordinator(listener string, r *kmsg.FindCoordinatorRequest) kmsg.Response {
 	ep := s.endpoint(listener)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	lookup := func(key string) (int16, string) {
 		switch {
 		case r.CoordinatorType == 1:
-			return kerr.CoordinatorNotAvailable.Code, "transactions are not supported"
+			return s.txns.findCoordinator(key)
 		case r.CoordinatorType != 0:
 			return kerr.InvalidRequest.Code, "unknown coordinator key type"
 		case key == "":

@@ -175,21 +175,30 @@ func (cl *clusterNode) refusePartitions(req *kmsg.LeaderAndISRRequest) []refused
 // afterLeaderAndIsr moves the group coordinator's offsets partitions with
 // their leadership and, after the first request, names the strays.
 func (cl *clusterNode) afterLeaderAndIsr(req *kmsg.LeaderAndISRRequest) {
-	var offsets []int32
+	var offsets, txns []int32
 	for i := range req.TopicStates {
-		if ts := &req.TopicStates[i]; ts.Topic == OffsetsTopic {
+		if ts := &req.TopicStates[i]; ts.Topic == OffsetsTopic || ts.Topic == TxnStateTopic {
 			for _, ps := range ts.PartitionStates {
-				offsets = append(offsets, ps.Partition)
+				if ts.Topic == OffsetsTopic {
+					offsets = append(offsets, ps.Partition)
+				} else {
+					txns = append(txns, ps.Partition)
+				}
 			}
 		}
 	}
 	for i := range req.PartitionStates {
 		if ps := &req.PartitionStates[i]; ps.Topic == OffsetsTopic {
 			offsets = append(offsets, ps.Partition)
+		} else if ps.Topic == TxnStateTopic {
+			txns = append(txns, ps.Partition)
 		}
 	}
 	if len(offsets) > 0 {
 		cl.offsetsLeadershipChanged(offsets)
+	}
+	if len(txns) > 0 {
+		cl.txnLeadershipChanged(txns)
 	}
 	if !cl.sawLeaderAndIsr.Swap(true) {
 		cl.logStrays()

@@ -35,7 +35,7 @@ func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			off, ts, code := s.listOffset(p, rp.Timestamp, req.Version)
+			off, ts, code := s.listOffset(p, rp.Timestamp, req.Version, req.IsolationLevel == 1)
 			sp.ErrorCode = code
 			if req.Version == 0 {
 				sp.OldStyleOffsets = []int64{}
@@ -53,11 +53,17 @@ func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 }
 
 // listOffset resolves one timestamp query to (offset, timestamp).
-func (s *Server) listOffset(p *partition, ts int64, version int16) (int64, int64, int16) {
+// read_committed reads below the last stable offset, read_uncommitted
+// below the high watermark.
+func (s *Server) listOffset(p *partition, ts int64, version int16, readCommitted bool) (int64, int64, int16) {
 	if p.offlineErr() != nil { // its log dir failed: KAFKA_STORAGE_ERROR
 		return -1, -1, kerr.KafkaStorageError.Code
 	}
-	return s.listOffsetBelow(p.log, p.log.HighWatermark, p.topic, p.index, ts, version)
+	bound := p.log.HighWatermark
+	if readCommitted {
+		bound = p.log.LastStableOffset
+	}
+	return s.listOffsetBelow(p.log, bound, p.topic, p.index, ts, version)
 }
 
 // listOffsetBelow resolves a timestamp query on l, never at or past the

@@ -71,8 +71,6 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 		return kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d", req.Acks)
 	case p == nil:
 		return kerr.UnknownTopicOrPartition.Code, ""
-	case req.TransactionID != nil:
-		return kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
 	case len(recs) == 0:
 		return kerr.InvalidRecord.Code, "no record batch"
 	}
@@ -83,10 +81,16 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	if code != 0 {
 		return code, msg
 	}
+	if code, msg := s.verifyTxnProduce(req.TransactionID, p.topic, p.index, recs); code != 0 {
+		return code, msg
+	}
 	if recs, code, msg = s.applyTopicCodec(c, t, recs); code != 0 {
 		return code, msg
 	}
 	b := record.Batch(recs)
+	if code, msg := s.checkProducerIssued(b); code != 0 {
+		return code, msg
+	}
 	b.SetLeaderEpoch(0)
 	if t.logAppendTime.Load() {
 		now := time.Now().UnixMilli()
@@ -101,6 +105,9 @@ func (s *Server) produceTo(c *conn, req *kmsg.ProduceRequest, t *topic, p *parti
 	}
 	if errors.Is(err, segment.ErrTooLarge) { // Kafka's RecordBatchTooLargeException
 		return kerr.RecordListTooLarge.Code, err.Error()
+	}
+	if code := producerErrorCode(err); code != 0 {
+		return code, err.Error()
 	}
 	if errors.Is(err, segment.ErrOffline) { // logged once when the dir failed
 		return kerr.KafkaStorageError.Code, "the partition's log dir is offline after an I/O error"
@@ -144,8 +151,8 @@ func validateProduceBatch(c *conn, version int16, recs []byte, deep, compacted b
 	if b.Codec() == record.CodecZstd && version < 7 {
 		return kerr.UnsupportedCompressionType.Code, "zstd needs Produce v7+"
 	}
-	if b.IsTransactional() {
-		return kerr.InvalidRecord.Code, "transactional batches are not supported"
+	if b.IsControl() {
+		return kerr.InvalidRecord.Code, "control batches are written by the transaction coordinator, not produced by clients"
 	}
 	// The header-only checks run whatever strata.produce.validation says:
 	// a count that disagrees with lastOffsetDelta would let one small batch

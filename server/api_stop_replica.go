@@ -23,14 +23,22 @@ func (s *Server) handleStopReplica(req *kmsg.StopReplicaRequest) kmsg.Response {
 	}
 	resp := cl.rm.StopReplica(req, time.Now().UnixMilli())
 	cl.appendedAsLeader() // parked fetches see the stopped replicas at once
-	var offsets []int32
+	var offsets, txns []int32
 	for _, p := range resp.Partitions { // moved away or stopped: unload
-		if p.Topic == OffsetsTopic && p.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		if p.ErrorCode == kerr.FencedLeaderEpoch.Code {
+			continue
+		}
+		if p.Topic == OffsetsTopic {
 			offsets = append(offsets, p.Partition)
+		} else if p.Topic == TxnStateTopic {
+			txns = append(txns, p.Partition)
 		}
 	}
 	if len(offsets) > 0 {
 		cl.offsetsLeadershipChanged(offsets)
+	}
+	if len(txns) > 0 {
+		cl.txnLeadershipChanged(txns)
 	}
 	return resp
 }

@@ -14,7 +14,7 @@ import (
 func BenchmarkKgoProduceConsume(b *testing.B) {
 	s := startServer(b, b.TempDir())
 	newTopic(b, s, "bench", 1)
-	cl := newClient(b, s, kgo.RequiredAcks(kgo.LeaderAck()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("bench"))
+	cl := newClient(b, s, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("bench"))
 	val := make([]byte, 100)
 	ctx := context.Background()
 	b.ResetTimer()

@@ -98,7 +98,7 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 		ft := fetchTopic{name: rt.Topic, parts: make([]fetchPart, 0, len(rt.Partitions))}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			fp := fetchPart{partition: rp.Partition, hw: -1, logStart: -1}
+			fp := fetchPart{partition: rp.Partition, hw: -1, lso: -1, logStart: -1}
 			p := cl.rm.Partition(rt.Topic, rp.Partition)
 			if p == nil {
 				fp.code = kerr.UnknownTopicOrPartition.Code
@@ -135,8 +135,11 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 					throttled = time.Duration(max(cl.leaderQuota.WaitMs(now), 1)) * time.Millisecond
 				}
 			} else {
-				fp.code, r = cl.readCommitted(p, rt.Topic, rp, current, limit, req.Version)
-				fp.hw, fp.logStart = p.HighWatermark(), p.Log().LogStartOffset()
+				fp.code, r = cl.readCommitted(p, rt.Topic, rp, current, limit, req.Version, req.IsolationLevel == 1)
+				fp.hw, fp.lso, fp.logStart = p.HighWatermark(), p.LastStableOffset(), p.Log().LogStartOffset()
+				if req.IsolationLevel == 1 && r.Len > 0 {
+					fp.aborted = p.Log().AbortedTxns(rp.FetchOffset, fp.lso, nil)
+				}
 			}
 			switch {
 			case fp.code != 0:
@@ -173,7 +176,7 @@ func (cl *clusterNode) leaderThrottled(p *replica.Partition, follower int32, now
 // readCommitted is a consumer's read of one partition: the leader only,
 // KIP-320's epoch check, the topic's codec rule for old fetch versions,
 // then the records below the high watermark.
-func (cl *clusterNode) readCommitted(p *replica.Partition, topic string, rp *kmsg.FetchRequestTopicPartition, current int32, limit int64, version int16) (int16, segment.Region) {
+func (cl *clusterNode) readCommitted(p *replica.Partition, topic string, rp *kmsg.FetchRequestTopicPartition, current int32, limit int64, version int16, stable bool) (int16, segment.Region) {
 	if err := p.CheckLeaderEpoch(current, true); err != nil {
 		return replica.ErrorCode(err), segment.Region{}
 	}
@@ -184,7 +187,7 @@ func (cl *clusterNode) readCommitted(p *replica.Partition, topic string, rp *kms
 			}
 		}
 	}
-	r, err := p.ReadCommitted(rp.FetchOffset, max(limit, 0))
+	r, err := p.ReadConsumer(rp.FetchOffset, max(limit, 0), stable)
 	switch {
 	case err == nil:
 		return 0, r

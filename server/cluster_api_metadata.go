@@ -99,7 +99,7 @@ func (s *Server) handleFindCoordinatorCluster(c *conn, r *kmsg.FindCoordinatorRe
 	lookup := func(key string) (int32, string, int32, int16, string) {
 		switch {
 		case r.CoordinatorType == 1:
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, "transactions are not supported"
+			return cl.findTxnCoordinator(c, key)
 		case r.CoordinatorType != 0:
 			return -1, "", -1, kerr.InvalidRequest.Code, "unknown coordinator key type"
 		case key == "":

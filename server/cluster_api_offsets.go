@@ -50,7 +50,11 @@ func (s *Server) handleListOffsetsCluster(req *kmsg.ListOffsetsRequest) kmsg.Res
 					break
 				}
 				l := p.Log()
-				off, ts, code := s.listOffsetBelow(l, p.HighWatermark, rt.Topic, rp.Partition, rp.Timestamp, req.Version)
+				bound := p.HighWatermark
+				if req.IsolationLevel == 1 { // read_committed: the last stable offset
+					bound = p.LastStableOffset
+				}
+				off, ts, code := s.listOffsetBelow(l, bound, rt.Topic, rp.Partition, rp.Timestamp, req.Version)
 				sp.ErrorCode = code
 				if code == 0 && off >= 0 {
 					sp.LeaderEpoch = epochAt(p, off)

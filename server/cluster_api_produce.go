@@ -101,10 +101,7 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 		return nil, none, kerr.NotLeaderForPartition.Code, ""
 	}
 	recs := rp.Records
-	switch {
-	case req.TransactionID != nil:
-		return nil, none, kerr.TransactionalIDAuthorizationFailed.Code, "transactions are not supported"
-	case len(recs) == 0:
+	if len(recs) == 0 {
 		return nil, none, kerr.InvalidRecord.Code, "no record batch"
 	}
 	t := cl.topicConfig(topicName)
@@ -115,7 +112,13 @@ func (cl *clusterNode) produceTo(c *conn, req *kmsg.ProduceRequest, topicName st
 	if code != 0 {
 		return nil, none, code, msg
 	}
+	if code, msg := cl.s.verifyTxnProduce(req.TransactionID, topicName, rp.Partition, recs); code != 0 {
+		return nil, none, code, msg
+	}
 	if recs, code, msg = cl.s.applyTopicCodec(c, t, recs); code != 0 {
+		return nil, none, code, msg
+	}
+	if code, msg := cl.s.checkProducerIssued(record.Batch(recs)); code != 0 {
 		return nil, none, code, msg
 	}
 	now := time.Now().UnixMilli()

@@ -153,12 +153,18 @@ func (co *coordinator) unloadPartition(p int32) int {
 // no answer within offsets.commit.timeout.ms REQUEST_TIMED_OUT.
 func (cl *clusterNode) appendOffsets(group string, batch []byte) int16 {
 	co := cl.s.groups
-	p := offsetsPartition(group, int32(len(co.loading)))
-	rp := cl.rm.Partition(OffsetsTopic, p)
-	if rp == nil {
+	return cl.appendInternal(OffsetsTopic, offsetsPartition(group, int32(len(co.loading))), -1, batch)
+}
+
+// appendInternal is appendOffsets for any partition this broker leads (the
+// transaction coordinator's __transaction_state records and markers too);
+// leaderEpoch, when not -1, must be the partition's.
+func (cl *clusterNode) appendInternal(topic string, p, leaderEpoch int32, batch []byte) int16 {
+	rp := cl.rm.Partition(topic, p)
+	if rp == nil || (leaderEpoch >= 0 && rp.LeaderEpoch() != leaderEpoch) {
 		return kerr.NotCoordinator.Code
 	}
-	minISR := int(cl.topicConfig(OffsetsTopic).effMinISR(cl.cfg))
+	minISR := int(cl.topicConfig(topic).effMinISR(cl.cfg))
 	now := time.Now().UnixMilli()
 	res, err := rp.AppendAsLeader(batch, -1, minISR, now)
 	switch {

@@ -153,7 +153,7 @@ func (b *procBroker) term(timeout time.Duration) {
 // clusterClient is a franz-go client seeded with every broker's address.
 func clusterClient(t testing.TB, addrs []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	base := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DisableIdempotentWrite(), kgo.RetryTimeout(30 * time.Second),
+	base := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.RetryTimeout(30 * time.Second),
 		kgo.MetadataMinAge(100 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {

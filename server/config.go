@@ -86,6 +86,18 @@ type Config struct {
 	OffsetsRetentionMs           int64 // offsets.retention.minutes (default 7 days)
 	OffsetsRetentionCheckMs      int64 // offsets.retention.check.interval.ms (default 600000)
 	OffsetMetadataMaxBytes       int32 // offset.metadata.max.bytes (default 4096)
+	// Transaction coordinator (txn_coord.go), Kafka's names and defaults.
+	TxnStateNumPartitions int32 // transaction.state.log.num.partitions (50)
+	TxnStateSegmentBytes  int64 // transaction.state.log.segment.bytes (100 MiB)
+	// TxnStateReplicationFactor and TxnStateMinISR are
+	// transaction.state.log.replication.factor (3) and
+	// transaction.state.log.min.isr (2), used in cluster mode.
+	TxnStateReplicationFactor int16
+	TxnStateMinISR            int32
+	TxnMaxTimeoutMs           int32 // transaction.max.timeout.ms (900000)
+	TxnIDExpirationMs         int64 // transactional.id.expiration.ms (7 days)
+	TxnAbortIntervalMs        int64 // transaction.abort.timed.out.transaction.cleanup.interval.ms (10000)
+	TxnRemoveIntervalMs       int64 // transaction.remove.expired.transaction.cleanup.interval.ms (3600000)
 	// CompressionType is compression.type, the default of the topic config:
 	// producer (default: batches stored as sent), uncompressed, gzip,
 	// snappy, lz4 or zstd.
@@ -190,6 +202,14 @@ func DefaultConfig() *Config {
 		OffsetsRetentionMs:           defaultWeekMs,
 		OffsetsRetentionCheckMs:      600000,
 		OffsetMetadataMaxBytes:       4096,
+		TxnStateNumPartitions:        50,
+		TxnStateSegmentBytes:         100 << 20,
+		TxnStateReplicationFactor:    3,
+		TxnStateMinISR:               2,
+		TxnMaxTimeoutMs:              900000,
+		TxnIDExpirationMs:            defaultWeekMs,
+		TxnAbortIntervalMs:           10000,
+		TxnRemoveIntervalMs:          3600000,
 
 		Cluster: defaultClusterConfig(),
 	}

@@ -447,6 +447,8 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleAlterConfigs(r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp = c.s.handleIncrementalAlterConfigs(r)
+	case *kmsg.InitProducerIDRequest:
+		resp = c.s.handleInitProducerID(c, r)
 	case *kmsg.FindCoordinatorRequest:
 		if c.s.cl != nil {
 			resp = c.s.handleFindCoordinatorCluster(c, r)
@@ -510,6 +512,23 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleCreateAcls(r)
 	case *kmsg.DeleteACLsRequest:
 		resp = c.s.handleDeleteAcls(r)
+	// Transactions (api_txn.go).
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp = c.s.handleAddPartitionsToTxn(r)
+	case *kmsg.AddOffsetsToTxnRequest:
+		resp = c.s.handleAddOffsetsToTxn(r)
+	case *kmsg.EndTxnRequest:
+		resp = c.s.handleEndTxn(r)
+	case *kmsg.WriteTxnMarkersRequest:
+		resp = c.s.handleWriteTxnMarkers(r)
+	case *kmsg.TxnOffsetCommitRequest:
+		resp = c.s.handleTxnOffsetCommit(r)
+	case *kmsg.DescribeTransactionsRequest:
+		resp = c.s.handleDescribeTransactions(r)
+	case *kmsg.ListTransactionsRequest:
+		resp = c.s.handleListTransactions(r)
+	case *kmsg.DescribeProducersRequest:
+		resp = c.s.handleDescribeProducers(r)
 	case *kmsg.DescribeClientQuotasRequest:
 		resp = c.s.handleDescribeClientQuotas(r)
 	case *kmsg.AlterClientQuotasRequest:

@@ -67,8 +67,11 @@ func TestKillRestart(t *testing.T) {
 	const n = 2000
 	acked := 0
 	for _, acks := range []kgo.Acks{kgo.LeaderAck(), kgo.AllISRAcks()} {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(acks),
-			kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("survive"))
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequiredAcks(acks), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("survive")}
+		if acks != kgo.AllISRAcks() { // an idempotent producer needs acks=all
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,11 @@
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
 // ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0;
 // DescribeLogDirs 0-4 (api_describe_log_dirs.go: per log dir its replicas'
-// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir).
+// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir); and
+// the transaction coordinator's (txn_coord.go, api_txn.go) InitProducerId
+// 0-4, AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, EndTxn 0-3,
+// WriteTxnMarkers 0-1, TxnOffsetCommit 0-3, DescribeTransactions 0,
+// ListTransactions 0, and DescribeProducers 0.
 //
 // Configuration (configdefs.go) is one table per scope, brokerConfigDefs
 // and topicConfigDefs: each property's name, Kafka type, how its text is
@@ -119,6 +123,26 @@
 // As in Kafka (KIP-110), a Fetch below v10 of a topic whose compression.type
 // is zstd gets UNSUPPORTED_COMPRESSION_TYPE. A batch larger than the topic's
 // segment.bytes is RECORD_LIST_TOO_LARGE.
+//
+// Idempotent producers (franz-go's and the Java client's default):
+// InitProducerId without a transactional id hands out a new producer id
+// at epoch 0 from ProducerIDs (blocks of 1000 reserved in the first log
+// dir's producer_id_block file, or in ZooKeeper's
+// /latest_producer_id_block in cluster mode). The log checks each
+// producer's sequence (segment: producer state): a retry of one of the
+// producer's last five batches is answered with its original offsets, a gap
+// is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, a
+// sequence from a producer the partition does not know (expired, or an id
+// above every reserved block: checked here for a batch at sequence 0)
+// UNKNOWN_PRODUCER_ID. A control batch from a client is INVALID_RECORD:
+// markers come from the transaction coordinator, which appends them to the
+// partition log directly.
+//
+// Fetch at isolation level read_committed (and ListOffsets latest at
+// read_committed) stops at the last stable offset, the first offset of the
+// oldest open transaction (or the high watermark), and lists the aborted
+// transactions of the range read (from the segments' .txnindex) so the
+// client drops their records; every Fetch reports the last stable offset.
 //
 // Fetch, ListOffsets (latest) and DeleteRecords (-1) work to the log's high
 // watermark: the end of the appends that have returned. With
@@ -200,6 +224,34 @@
 // each log is registered with its topic's effective cleanup.policy,
 // min.cleanable.dirty.ratio, min/max.compaction.lag.ms, delete.retention.ms
 // and segment.bytes (topic override, else the broker default).
+//
+// # Transaction coordinator
+//
+// coordinator/txn is the state machine; txn_coord.go wires its edges. A
+// transactional id belongs to partition abs(hash(id)) % partitions of the
+// compacted internal topic __transaction_state (Kafka's TransactionLog
+// records; transaction.state.log.num.partitions, .segment.bytes, and in a
+// cluster .replication.factor and .min.isr), created on the first
+// FindCoordinator of key type 1. A single node owns every partition at
+// coordinator epoch 0, loaded at start; in a cluster the leader of a
+// partition owns it at its leader epoch (cluster_txn.go, following
+// LeaderAndIsr and StopReplica as the group coordinator does). EndTxn is
+// answered once PrepareCommit/PrepareAbort is written; the markers then go
+// to every partition of the transaction (appended here through the log's
+// append path, or WriteTxnMarkers to the partition's leader, acks=-1) and
+// CompleteCommit/CompleteAbort is written. TxnOffsetCommit writes the
+// offsets in a transactional batch of the producer to the group's
+// __consumer_offsets partition and holds them until the marker reaches it
+// (the offsets load replays the markers the same way). A transactional
+// produce is verified with the coordinator when it is this broker
+// (KIP-890): a fenced epoch is INVALID_PRODUCER_EPOCH, a partition outside
+// the ongoing transaction INVALID_TXN_STATE. Transactions older than
+// transaction.timeout.ms are aborted every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms with the
+// producer's epoch bumped; ids idle for transactional.id.expiration.ms are
+// removed (tombstones) every
+// transaction.remove.expired.transaction.cleanup.interval.ms.
+// transaction.max.timeout.ms bounds the timeout a producer asks for.
 //
 // # Group coordinator
 //

@@ -33,7 +33,7 @@ func TestFetchWaitsForFlush(t *testing.T) {
 	defer s.Close()
 	defer gate.Release() // a failing check must not leave an fsync held (the deferred Close would wait on it)
 	ctx := testCtx(t)
-	prod := newClient(t, s, kgo.DefaultProduceTopic("held"), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.LeaderAck()))
+	prod := newClient(t, s, kgo.DefaultProduceTopic("held"), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	t0 := time.UnixMilli(1_700_000_000_000)
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("first"), Timestamp: t0}).FirstErr(); err != nil {
 		t.Fatal(err)

@@ -76,14 +76,25 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 			b = binary.BigEndian.AppendUint32(b, uint32(p.partition))
 			b = binary.BigEndian.AppendUint16(b, uint16(p.code))
 			b = binary.BigEndian.AppendUint64(b, uint64(p.hw))
-			b = binary.BigEndian.AppendUint64(b, uint64(p.hw)) // last_stable_offset = HW: no transactions
+			lso := p.lso
+			if lso < 0 {
+				lso = p.hw
+			}
+			b = binary.BigEndian.AppendUint64(b, uint64(lso))
 			if v >= 5 {
 				b = binary.BigEndian.AppendUint64(b, uint64(p.logStart))
 			}
-			// aborted_transactions: null for read_uncommitted, empty for
-			// read_committed, as Kafka answers.
+			// aborted_transactions: null for read_uncommitted, those of
+			// the range read for read_committed, as Kafka answers.
 			if req.IsolationLevel == 1 {
-				b = appendArrayLen(b, 0, flex)
+				b = appendArrayLen(b, len(p.aborted), flex)
+				for _, a := range p.aborted {
+					b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
+					b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
+					if flex {
+						b = append(b, 0) // tags
+					}
+				}
 			} else {
 				b = appendArrayLen(b, -1, flex)
 			}

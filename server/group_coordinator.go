@@ -30,6 +30,8 @@ type coordinator struct {
 	// own is cluster mode's: which offsets partitions this broker leads
 	// (cluster_groups.go); nil on a single node, which coordinates all.
 	own *ownership
+	// txn holds transactional offset commits until their marker.
+	txn txnOffsets
 
 	// stats of the last completed rebalances (benchmarks, logs).
 	statsMu    sync.Mutex

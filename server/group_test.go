@@ -33,7 +33,6 @@ func startGroupServer(t testing.TB, dir string, extra ...string) *Server {
 func memberOpts(addr, group, topic string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(addr),
-		kgo.DisableIdempotentWrite(),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.SessionTimeout(1500 * time.Millisecond),

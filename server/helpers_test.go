@@ -41,7 +41,7 @@ func startServer(t testing.TB, dir string, extra ...string) *Server {
 
 func newClient(t testing.TB, s *Server, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	base := []kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.DisableIdempotentWrite(), kgo.RetryTimeout(5 * time.Second)}
+	base := []kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.RetryTimeout(5 * time.Second)}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,11 @@ func TestCreateTopicsExplicitPartitionsAcks(t *testing.T) {
 	}
 
 	for _, acks := range []kgo.Acks{kgo.NoAck(), kgo.LeaderAck(), kgo.AllISRAcks()} {
-		cl := newClient(t, s, kgo.RequiredAcks(acks), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		opts := []kgo.Opt{kgo.RequiredAcks(acks), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+		if acks != kgo.AllISRAcks() { // an idempotent producer needs acks=all
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
+		cl := newClient(t, s, opts...)
 		var recs []*kgo.Record
 		for p := int32(0); p < 3; p++ {
 			for i := range 10 {

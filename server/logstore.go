@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/segment"
 )
 
@@ -10,6 +11,11 @@ type PartitionLog interface {
 	Append(buf []byte) (segment.AppendInfo, error)
 	Read(offset, maxBytes int64) (segment.Region, error)
 	ReadToHighWatermark(offset, maxBytes int64) (segment.Region, error)
+	// Transactions: the read_committed bound, and the aborted
+	// transactions of a range (segment.Log's).
+	ReadStable(offset, maxBytes int64) (segment.Region, error)
+	LastStableOffset() int64
+	AbortedTxns(from, upTo int64, dst []producer.AbortedTxn) []producer.AbortedTxn
 	Snapshot() segment.Snapshot
 	LogStartOffset() int64
 	LogEndOffset() int64

@@ -159,7 +159,7 @@ func (m *model) start() {
 		m.fail("start on %s: %v", m.dir, err)
 	}
 	m.s = s
-	opts := []kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.DisableIdempotentWrite(), kgo.RetryTimeout(5 * time.Second),
+	opts := []kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.RetryTimeout(5 * time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
 	for range 4 {
 		cl, err := kgo.NewClient(opts...)
@@ -175,11 +175,11 @@ func (m *model) start() {
 		m.fail("client: %v", err)
 	}
 	for i, c := range modelKgoComp {
-		acks := kgo.LeaderAck()
-		if i%2 == 1 {
-			acks = kgo.AllISRAcks()
+		copts := append(opts[:len(opts):len(opts)], kgo.ProducerBatchCompression(c), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if i%2 == 0 { // acks=1: not idempotent
+			copts = append(copts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 		}
-		cl, err := kgo.NewClient(append(opts, kgo.ProducerBatchCompression(c), kgo.RequiredAcks(acks))...)
+		cl, err := kgo.NewClient(copts...)
 		if err != nil {
 			m.fail("client: %v", err)
 		}

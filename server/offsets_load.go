@@ -120,9 +120,34 @@ func (co *coordinator) loadPartition(p *partition) (int, error) {
 		}
 		return nil
 	}
-	if err := readLog(p, apply); err != nil {
+	// Transactional offset commits wait for their producer's marker
+	// (Kafka's pendingTransactionalOffsetCommits): COMMIT applies them,
+	// ABORT drops them; those still open at the end stay pending.
+	pending := map[int64][][2][]byte{}
+	onRecord := func(pid, _ int64, key, value []byte) error {
+		if pid < 0 {
+			return apply(key, value)
+		}
+		pending[pid] = append(pending[pid], [2][]byte{append([]byte(nil), key...), append([]byte(nil), value...)})
+		return nil
+	}
+	onMarker := func(pid int64, commit bool) error {
+		recs := pending[pid]
+		delete(pending, pid)
+		if !commit {
+			return nil
+		}
+		for _, kv := range recs {
+			if err := apply(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := readLogTxn(p, onRecord, onMarker); err != nil {
 		return 0, err
 	}
+	co.restorePendingTxn(pending)
 	n := 0
 	for id, st := range groups {
 		if st.meta == nil && len(st.offsets) == 0 {
@@ -178,8 +203,16 @@ func (co *coordinator) restoreGroup(id string, st *loadState) *group {
 	return g
 }
 
-// readLog calls fn for every record of p's log, in offset order.
+// readLog calls fn for every record of p's log, in offset order (control
+// batches skipped).
 func readLog(p *partition, fn func(key, value []byte) error) error {
+	return readLogTxn(p, func(_, _ int64, key, value []byte) error { return fn(key, value) }, nil)
+}
+
+// readLogTxn calls fn for every record of p's log, in offset order, with
+// its offset and the producer id of a transactional batch (-1 for the others), and marker
+// (when set) for every COMMIT or ABORT control record.
+func readLogTxn(p *partition, fn func(txnPID, offset int64, key, value []byte) error, marker func(pid int64, commit bool) error) error {
 	off, end := p.log.LogStartOffset(), p.log.LogEndOffset()
 	var buf []byte
 	var rr record.RecordReader
@@ -207,19 +240,34 @@ func readLog(p *partition, fn func(key, value []byte) error) error {
 			if b.LastOffset() < off {
 				continue
 			}
-			if !b.IsControl() {
-				rr.Reset(b, 0)
-				for rec, ok := rr.Next(); ok; rec, ok = rr.Next() {
-					if rec.Offset < off {
+			pid := int64(-1)
+			if b.IsTransactional() {
+				pid = b.ProducerID()
+			}
+			rr.Reset(b, 0)
+			for rec, ok := rr.Next(); ok; rec, ok = rr.Next() {
+				if rec.Offset < off {
+					continue
+				}
+				if b.IsControl() {
+					if marker == nil {
 						continue
 					}
-					if err := fn(rec.Key, rec.Value); err != nil {
+					_, typ, err := record.ParseControlKey(rec.Key)
+					if err != nil || (typ != record.ControlCommit && typ != record.ControlAbort) {
+						continue
+					}
+					if err := marker(b.ProducerID(), typ == record.ControlCommit); err != nil {
 						return fmt.Errorf("offset %d: %w", rec.Offset, err)
 					}
+					continue
 				}
-				if err := rr.Err(); err != nil {
-					return err
+				if err := fn(pid, rec.Offset, rec.Key, rec.Value); err != nil {
+					return fmt.Errorf("offset %d: %w", rec.Offset, err)
 				}
+			}
+			if err := rr.Err(); err != nil {
+				return err
 			}
 			off = b.LastOffset() + 1
 			progressed = true

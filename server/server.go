@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratalog/strata/internal/metrics"
 	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/producer"
 )
 
 // Options are the Go-level knobs that are not Kafka properties.
@@ -39,6 +40,7 @@ type Server struct {
 	log    *slog.Logger
 	topics *topicStore
 	groups *coordinator // the group coordinator
+	txns   *txnCoord    // the transaction coordinator (txn_coord.go)
 
 	listeners     []net.Listener
 	advertised    Listener        // what Metadata tells clients to dial
@@ -68,6 +70,9 @@ type Server struct {
 	// decompression is the produce path's decompression memory budget
 	// (produce_memory.go); maxDecompressed caps what one batch may
 	// decompress to (0: record.MaxDecompressedSize; tests lower it).
+	pidOnce sync.Once
+	pids    *producer.Blocks // ProducerIDs
+
 	decompression   *memBudget
 	maxDecompressed atomic.Int64
 
@@ -167,6 +172,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		}
 	}
 	s.groups = newCoordinator(s)
+	s.startTxns()
 	if s.cl != nil {
 		s.groups.clusterGroups(s.cl.offsetsPartitionCount())
 	} else {
@@ -375,6 +381,9 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		<-finished
+	}
+	if s.txns != nil {
+		s.txns.close()
 	}
 	s.groups.close()
 	s.stopMetrics()

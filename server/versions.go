@@ -22,6 +22,7 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.AlterConfigs), 0, 2},
 	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
 	{int16(kmsg.FindCoordinator), 0, 4},
+	{int16(kmsg.InitProducerID), 0, 4},
 	{int16(kmsg.JoinGroup), 0, 7},
 	{int16(kmsg.SyncGroup), 0, 5},
 	{int16(kmsg.Heartbeat), 0, 4},
@@ -40,6 +41,15 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeACLs), 0, 3},
 	{int16(kmsg.CreateACLs), 0, 3},
 	{int16(kmsg.DeleteACLs), 0, 3},
+	// Transactions (api_txn.go); AddPartitionsToTxn v4+ is the brokers'.
+	{int16(kmsg.AddPartitionsToTxn), 0, 3},
+	{int16(kmsg.AddOffsetsToTxn), 0, 3},
+	{int16(kmsg.EndTxn), 0, 3},
+	{int16(kmsg.WriteTxnMarkers), 0, 1},
+	{int16(kmsg.TxnOffsetCommit), 0, 3},
+	{int16(kmsg.DescribeTransactions), 0, 0},
+	{int16(kmsg.ListTransactions), 0, 0},
+	{int16(kmsg.DescribeProducers), 0, 0},
 	{int16(kmsg.DescribeClientQuotas), 0, 1},
 	{int16(kmsg.AlterClientQuotas), 0, 1},
 }

@@ -20,7 +20,7 @@ func benchBrokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "broker",
 		Usage:     "produce, consume and measure end-to-end latency against a broker with franz-go",
-		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--runs K] [--json]",
+		UsageText: "strata bench broker [--bootstrap-server HOST:PORT] [--records N] [--warmup-records W] [--record-size BYTES] [--latency-rate R] [--latency-seconds S] [--segment-bytes B] [--retention-bytes B] [--validation full|header|both] [--idempotent] [--transactions N] [--runs K] [--json]",
 		Description: `Drives a Kafka-compatible broker with franz-go (kgo) over loopback. With no
 --bootstrap-server it starts a strata broker in this process on 127.0.0.1 with its
 data in a temporary directory (once per produce-validation mode, see --validation);
@@ -41,6 +41,16 @@ Each run creates a new one-partition topic (CreateTopics) and:
            produced and consumed and a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
+  idempotent  with --idempotent, after the produce phase: the N records again
+           with an idempotent producer (acks=all, InitProducerId, sequence
+           checks) to a topic of its own, reported beside the plain rate
+           (issue 19's floor: 0.9 of it);
+  transactions (--transactions N) the same records again to a third topic by a
+           transactional producer (acks=all, as transactions need), N records
+           per transaction (Begin, N Produce, Flush, commit), timed from the
+           first Begin to the last commit and compared with the run's plain
+           produce; then read from the start twice by new consumers, at
+           read_committed and read_uncommitted, and compared.
 The topics are created with segment.bytes=--segment-bytes when given (rolls
 during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
@@ -65,12 +75,14 @@ Examples:
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase (0 skips it)"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
 			&cli.Int64Flag{Name: "segment-bytes", Usage: "segment.bytes of the topics created (default: the broker's)"},
+			&cli.BoolFlag{Name: "idempotent", Usage: "each run also produces the N records with an idempotent producer (acks=all) to a topic of its own, reported beside the plain rate"},
 			&cli.Int64Flag{Name: "retention-bytes", Usage: "retention.bytes of the latency topic (default: the broker's)"},
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
 			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
 			&cli.StringFlag{Name: "trace", Usage: "write a runtime execution trace of the whole process to FILE"},
@@ -104,6 +116,8 @@ type benchBrokerConfig struct {
 	topicPrefix    string
 	segmentBytes   int64    // topic segment.bytes, 0: the broker's
 	retentionBytes int64    // topic retention.bytes, 0: the broker's
+	idempotent     bool     // --idempotent: an idempotent produce phase too
+	transactions   int64    // records per transaction of the transactions phase, 0: none
 	metrics        []string // in-process brokers: "on", "off"
 }
 
@@ -181,6 +195,21 @@ type BenchBrokerFigures struct {
 	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
 	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
 	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
+	// With --idempotent: the idempotent producer's rate (acks=all), and
+	// its ratio to the plain produce rate of the same runs (issue 19's
+	// floor: 0.9).
+	IdempotentProduceRecordsPerSec  float64   `json:"idempotent_produce_records_per_sec,omitempty"`
+	IdempotentVsPlain               float64   `json:"idempotent_vs_plain,omitempty"`
+	IdempotentProduceRecordsPerSecs []float64 `json:"idempotent_produce_records_per_sec_runs,omitempty"`
+	// The transactions phase (--transactions): its produce rate beside the
+	// run's non-transactional one, and read_committed beside
+	// read_uncommitted over the same records.
+	TxnRecordsPerTxn                int64   `json:"txn_records_per_transaction,omitempty"`
+	TxnProduceRecordsPerSec         float64 `json:"txn_produce_records_per_sec,omitempty"`
+	TxnProduceVsPlain               float64 `json:"txn_produce_vs_plain,omitempty"`
+	TxnReadCommittedRecordsPerSec   float64 `json:"txn_read_committed_records_per_sec,omitempty"`
+	TxnReadUncommittedRecordsPerSec float64 `json:"txn_read_uncommitted_records_per_sec,omitempty"`
+	TxnReadCommittedVsUncommitted   float64 `json:"txn_read_committed_vs_uncommitted,omitempty"`
 }
 
 func runBenchBroker(c *cli.Context) error {
@@ -190,7 +219,8 @@ func runBenchBroker(c *cli.Context) error {
 		latencyLinger: time.Duration(c.Int("latency-linger-ms")) * time.Millisecond,
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
-		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"),
+		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
+		transactions: c.Int64("transactions"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -203,6 +233,8 @@ func runBenchBroker(c *cli.Context) error {
 		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
 	case c.Int("latency-linger-ms") < 0:
 		return usageErr("--latency-linger-ms must not be negative")
+	case cfg.transactions < 0:
+		return usageErr("--transactions must not be negative")
 	case cfg.segmentBytes < 0 || cfg.retentionBytes < 0:
 		return usageErr("--segment-bytes and --retention-bytes must not be negative")
 	}
@@ -360,7 +392,11 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 	} else {
 		targets = []*target{{boot: boot, tgt: brokerTarget(boot)}}
 	}
-	bar := newProgress(c.App.ErrWriter, 2*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
+	phases := int64(2)
+	if cfg.idempotent {
+		phases = 3
+	}
+	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
 	for run := 0; run < cfg.runs; run++ {
 		for k := range targets {
 			tg := targets[(k+run)%len(targets)]
@@ -368,11 +404,18 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 			if err != nil {
 				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 			}
-			r, err := benchBrokerRun(cfg, brokerTarget(tg.boot), fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), bar)
+			r, err := benchBrokerRun(cfg, tg.tgt, fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), bar)
 			if err != nil {
 				return nil, boot, err
 			}
 			tg.acc.add(cfg, r, l)
+			if cfg.transactions > 0 {
+				tf, err := benchTxnRun(cfg, tg.tgt, fmt.Sprintf("%s-%s%s-%d-%d-txn", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run))
+				if err != nil {
+					return nil, boot, err
+				}
+				tg.acc.addTxn(cfg, r, tf)
+			}
 		}
 	}
 	bar.done()
@@ -380,14 +423,26 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 	for i, tg := range targets {
 		out[i] = tg.acc.figures(mode)
 		out[i].Metrics, out[i].SecurityProtocol = tg.metrics, protocol
+		if cfg.transactions > 0 {
+			out[i].TxnRecordsPerTxn = cfg.transactions
+		}
 	}
 	return out, boot, nil
 }
 
 // benchAcc collects one broker's runs.
 type benchAcc struct {
-	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim []float64
-	latencyRecords                                                                          int
+	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim, idemR []float64
+	txnR, txnVs, rcR, ruR, rcVs                                                                    []float64
+	latencyRecords                                                                                 int
+}
+
+// addTxn adds a transactions phase beside the same run's plain produce r.
+func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
+	rate := float64(cfg.records) / tf.produce.Seconds()
+	rc, ru := float64(cfg.records)/tf.readCommitted.Seconds(), float64(cfg.records)/tf.readUncommitted.Seconds()
+	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.records)/r.produce.Seconds()))
+	a.rcR, a.ruR, a.rcVs = append(a.rcR, rc), append(a.ruR, ru), append(a.rcVs, rc/ru)
 }
 
 func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
@@ -399,6 +454,9 @@ func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.consR = append(a.consR, float64(cfg.records)/r.consume.Seconds())
 	a.consMB = append(a.consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
 	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
+	if r.produceIdem > 0 {
+		a.idemR = append(a.idemR, float64(cfg.records)/r.produceIdem.Seconds())
+	}
 	a.p50, a.p99, a.p999, a.pmax = append(a.p50, r.p50), append(a.p99, r.p99), append(a.p999, r.p999), append(a.pmax, r.max)
 	a.latencyRecords = r.latencyRecords
 }
@@ -412,6 +470,16 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(a.consS), median(a.consR), median(a.consMB)
 	figs.LatencyP50Ms, figs.LatencyP99Ms, figs.LatencyP999Ms, figs.LatencyMaxMs = median(a.p50), median(a.p99), median(a.p999), median(a.pmax)
 	figs.ProduceCPUSeconds, figs.ConsumeCPUSeconds = median(a.prodCPU), median(a.consCPU)
+	if len(a.idemR) > 0 {
+		figs.IdempotentProduceRecordsPerSecs = append([]float64(nil), a.idemR...)
+		figs.IdempotentProduceRecordsPerSec = median(a.idemR)
+		figs.IdempotentVsPlain = figs.IdempotentProduceRecordsPerSec / figs.ProduceRecordsPerSec
+	}
+	if len(a.txnR) > 0 {
+		figs.TxnProduceRecordsPerSec, figs.TxnProduceVsPlain = median(a.txnR), median(a.txnVs)
+		figs.TxnReadCommittedRecordsPerSec, figs.TxnReadUncommittedRecordsPerSec = median(a.rcR), median(a.ruR)
+		figs.TxnReadCommittedVsUncommitted = median(a.rcVs)
+	}
 	figs.LimitLoopbackMBps = median(a.lim)
 	if figs.LimitLoopbackMBps > 0 {
 		figs.ProduceVsLimit = figs.ProduceMBps / figs.LimitLoopbackMBps
@@ -467,6 +535,10 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		}
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
+		if m.IdempotentProduceRecordsPerSec > 0 {
+			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f\n",
+				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain)
+		}
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
 		fmt.Fprintf(w, "    process CPU: produce %.2f s (%.2f cores), consume %.2f s (%.2f cores)\n",
@@ -474,6 +546,12 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		if m.LatencyRecords > 0 {
 			fmt.Fprintf(w, "    latency  at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records)\n",
 				res.LatencyRate, m.LatencyP50Ms, m.LatencyP99Ms, m.LatencyP999Ms, m.LatencyMaxMs, m.LatencyRecords)
+		}
+		if m.TxnRecordsPerTxn > 0 {
+			fmt.Fprintf(w, "    transactions of %d records (acks=all): produce %12.0f records/s   ratio to the plain produce %.3f\n",
+				m.TxnRecordsPerTxn, m.TxnProduceRecordsPerSec, m.TxnProduceVsPlain)
+			fmt.Fprintf(w, "      consume read_committed %12.0f records/s   read_uncommitted %12.0f records/s   ratio %.3f\n",
+				m.TxnReadCommittedRecordsPerSec, m.TxnReadUncommittedRecordsPerSec, m.TxnReadCommittedVsUncommitted)
 		}
 	}
 	for _, o := range res.MetricsOnVsOff {

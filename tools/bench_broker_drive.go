@@ -28,6 +28,7 @@ const latencyWarmup = 500 * time.Millisecond
 // benchRun is one run's measurements.
 type benchRun struct {
 	produce, consume       time.Duration
+	produceIdem            time.Duration // --idempotent
 	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
 	latencyRecords         int
 	p50, p99, p999, max    float64 // milliseconds
@@ -44,6 +45,7 @@ type benchTarget struct {
 	seeds   []string
 	acks    kgo.Acks
 	rf      int16              // replication factor of the topics created
+	idem    bool               // an idempotent producer (acks=all)
 	configs map[string]*string // their topic configs
 	tune    []kgo.Opt          // producer options after producerOpts'
 	conn    []kgo.Opt          // every client's connection options (TLS dialer, SASL)
@@ -63,6 +65,13 @@ func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *p
 	cpu0 := processCPU()
 	if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("produce: %w", err))
+	}
+	if cfg.idempotent {
+		itgt := tgt
+		itgt.idem = true
+		if r.produceIdem, err = benchProduce(cfg, itgt, topic+"-idempotent", bar); err != nil {
+			return r, failErr(fmt.Errorf("idempotent produce: %w", err))
+		}
 	}
 	cpu1 := processCPU()
 	if r.consume, err = benchConsume(cfg, tgt, topic, bar); err != nil {
@@ -90,16 +99,22 @@ func (r *benchRun) measureLatency(cfg benchBrokerConfig, tgt benchTarget, topic 
 }
 
 // producerOpts are the driver's producer settings: the target's acks,
-// idempotence off, no compression, one explicit partition, then the
-// target's tuning; everything else the client's defaults.
+// idempotence off (on with acks=all for an idempotent target), no
+// compression, one explicit partition, then the target's tuning;
+// everything else the client's defaults.
 func producerOpts(tgt benchTarget) []kgo.Opt {
-	return append([]kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(tgt.seeds...),
-		kgo.RequiredAcks(tgt.acks),
-		kgo.DisableIdempotentWrite(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	}, append(append([]kgo.Opt(nil), tgt.conn...), tgt.tune...)...)
+	}
+	if tgt.idem {
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	} else {
+		opts = append(opts, kgo.RequiredAcks(tgt.acks), kgo.DisableIdempotentWrite())
+	}
+	opts = append(opts, tgt.conn...)
+	return append(opts, tgt.tune...)
 }
 
 // withTopicConfigs is tgt with kv (bench broker's --segment-bytes and

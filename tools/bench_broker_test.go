@@ -171,3 +171,23 @@ func TestBenchBrokerMetricsBoth(t *testing.T) {
 		t.Error("--metrics sometimes accepted")
 	}
 }
+
+// TestBenchBrokerTransactions runs the transactions phase small: 2,500
+// records in transactions of 1,000 (the last one of 500), read back at
+// both isolation levels, and its figures in the JSON.
+func TestBenchBrokerTransactions(t *testing.T) {
+	out, errOut, code := run(t, "bench", "broker", "--records", "2500", "--runs", "1", "--latency-seconds", "0",
+		"--validation", "header", "--transactions", "1000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res BenchBrokerResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := res.Modes[0]
+	if m.TxnRecordsPerTxn != 1000 || m.TxnProduceRecordsPerSec <= 0 || m.TxnProduceVsPlain <= 0 ||
+		m.TxnReadCommittedRecordsPerSec <= 0 || m.TxnReadUncommittedRecordsPerSec <= 0 || m.TxnReadCommittedVsUncommitted <= 0 {
+		t.Fatalf("transactions figures: %+v", m)
+	}
+}

@@ -61,7 +61,7 @@ func TestBrokerExitsWhenEveryLogDirIsOffline(t *testing.T) {
 			t.Fatalf("broker not listening: %v", err)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(), kgo.AllowAutoTopicCreation(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(),
 		kgo.RecordDeliveryTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func TestBrokerStartKeepsSegmentsAfterTornMiddle(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "torn"); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()), kgo.DisableIdempotentWrite(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

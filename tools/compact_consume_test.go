@@ -117,7 +117,7 @@ func TestCompactedLogConsumable(t *testing.T) {
 	}
 
 	// A record written after the compacted data is read past the empty batches.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.DisableIdempotentWrite())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestDumplogRealOffsetsTopic(t *testing.T) {
 	s := start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()), kgo.DisableIdempotentWrite(), kgo.DefaultProduceTopic("orders"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()), kgo.DefaultProduceTopic("orders"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func uniqueName(prefix string) string {
 
 func adminFor(t *testing.T, addr string) (*kgo.Client, *kadm.Client) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -646,7 +646,7 @@ func TestGroupsDescribeKcatMember(t *testing.T) {
 
 // TestGroupsRequireAPIs: an action whose request the broker does not list
 // in ApiVersions is refused up front (exit 2), naming the request.
-// strata's broker has the group APIs but not InitProducerID (key 22).
+// strata's broker has the group APIs but not CreateDelegationToken (key 38).
 func TestGroupsRequireAPIs(t *testing.T) {
 	if os.Getenv("STRATA_GROUPS_BROKER") != "" {
 		t.Skip("relies on strata's ApiVersions table")
@@ -656,9 +656,9 @@ func TestGroupsRequireAPIs(t *testing.T) {
 	if err := requireAPIs(groupsCtx(t), cl, groupsAPIs["reset-offsets"]); err != nil {
 		t.Fatalf("strata's broker lacks a group API: %v", err)
 	}
-	err := requireAPIs(groupsCtx(t), cl, []int16{16, 22})
+	err := requireAPIs(groupsCtx(t), cl, []int16{16, 38})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "InitProducerID (key 22)") || strings.Contains(err.Error(), "ListGroups") {
+	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "(key 38)") || strings.Contains(err.Error(), "ListGroups") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -32,7 +32,7 @@ func leafCommands(prefix string, cmds []*cli.Command) []string {
 // each) and the compacted topic "kv" (100 keyed records over 10 keys).
 func liveData(t *testing.T, addr string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -290,8 +290,8 @@ func (r *recoverRun) inspect() (*recovery.Report, error) {
 		if serr != nil {
 			return rep, failErr(fmt.Errorf("recover: %w", serr))
 		}
-		rep.Partitions[0].SideFilesTrimmed = side
-		rep.Totals.SideFilesTrimmed = len(side)
+		rep.Partitions[0].SideFilesTrimmed = append(rep.Partitions[0].SideFilesTrimmed, side...)
+		rep.Totals.SideFilesTrimmed += len(side)
 		r.snapshots = snaps
 	}
 	if err != nil {
@@ -401,8 +401,8 @@ func (r *recoverRun) recover(backupDir string) (rep *recovery.Report, bm *recove
 			return rep, bm, false, failErr(fmt.Errorf("recover: close %s: %w", r.path, err))
 		}
 		side, _, serr := partitionSideFixes(r.path, lr.LogEndOffset, true)
-		rep.Partitions[0].SideFilesTrimmed = side
-		rep.Totals.SideFilesTrimmed = len(side)
+		rep.Partitions[0].SideFilesTrimmed = append(rep.Partitions[0].SideFilesTrimmed, side...)
+		rep.Totals.SideFilesTrimmed += len(side)
 		if serr != nil {
 			return rep, bm, false, failErr(fmt.Errorf("recover: %s: %w", r.path, serr))
 		}
@@ -471,13 +471,14 @@ func partitionAsReport(dir string, lr *segment.LoadReport) *recovery.Report {
 		LogEndOffset: lr.LogEndOffset, Segments: lr.Segments, SegmentsScanned: lr.SegmentsScanned,
 		BatchesScanned: lr.BatchesScanned, BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated,
 		BytesPreallocatedTrimmed: lr.BytesPreallocatedTrimmed, SegmentsRemoved: lr.SegmentsRemoved, IndexesRebuilt: lr.IndexesRebuilt, Truncations: lr.Cuts,
-		TempFilesRemoved: lr.TempFilesRemoved, SwapsCompleted: lr.SwapsCompleted, Duration: lr.Duration,
+		TempFilesRemoved: lr.TempFilesRemoved, SwapsCompleted: lr.SwapsCompleted, SideFilesTrimmed: lr.SideFilesTrimmed,
+		Duration: lr.Duration,
 	}}
 	rep.Totals = recovery.Totals{Partitions: 1, SegmentsScanned: lr.SegmentsScanned, BatchesScanned: lr.BatchesScanned,
 		BytesScanned: lr.BytesScanned, BytesTruncated: lr.BytesTruncated, BytesPreallocatedTrimmed: lr.BytesPreallocatedTrimmed,
 		SegmentsRemoved: lr.SegmentsRemoved,
 		IndexesRebuilt:  lr.IndexesRebuilt, Truncations: len(lr.Cuts), TempFilesRemoved: len(lr.TempFilesRemoved),
-		SwapsCompleted: len(lr.SwapsCompleted)}
+		SwapsCompleted: len(lr.SwapsCompleted), SideFilesTrimmed: len(lr.SideFilesTrimmed)}
 	rep.Duration = lr.Duration
 	return rep
 }
@@ -637,9 +638,10 @@ func printRecover(o *out, res *recoverResult, dry bool) {
 // recovered on its own down to its new log end, as start-up does for a data
 // directory: its entry in the parent's offset checkpoints (a log start offset
 // above the log end would make the broker drop every segment), leader epochs
-// starting at or past the end, and producer snapshots above it. With write
-// false it only reports. It returns what it changed (or would) and the
-// snapshot files removed (or to remove).
+// starting at or past the end. With write false it only reports. It returns
+// what it changed (or would), and the producer snapshots above the end, for
+// the backup: segment.Open removes them (and reports each in its
+// LoadReport.SideFilesTrimmed).
 func partitionSideFixes(dir string, end int64, write bool) (changes, removed []string, err error) {
 	parent := filepath.Dir(dir)
 	if tp, ok := recovery.ParsePartitionDir(filepath.Base(dir)); ok {
@@ -695,14 +697,7 @@ func partitionSideFixes(dir string, end int64, write bool) (changes, removed []s
 	}
 	for _, n := range names {
 		if base, suf, ok := segment.ParseFileName(n); ok && suf == segment.SnapshotSuffix && base > end {
-			path := filepath.Join(dir, n)
-			changes = append(changes, fmt.Sprintf("%s: producer snapshot above the log end %d removed", path, end))
-			removed = append(removed, path)
-			if write {
-				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return changes, removed, err
-				}
-			}
+			removed = append(removed, filepath.Join(dir, n))
 		}
 	}
 	if write && len(changes) > 0 {

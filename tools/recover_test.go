@@ -425,8 +425,13 @@ func TestRecoverPartitionSideFiles(t *testing.T) {
 		}
 	}
 	backup := filepath.Join(t.TempDir(), "bk")
-	if out, stderr, code := run(t, "recover", p.dir, "--backup", backup); code != ExitOK {
+	out, stderr, code := run(t, "recover", p.dir, "--backup", backup)
+	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	// segment.Open removes the snapshot: its report says so, as the plan did.
+	if !strings.Contains(out, "producer snapshot above the log end 20") {
+		t.Errorf("the report lacks the snapshot removed:\n%s", out)
 	}
 	if stdout, _, code := run(t, "verify", p.root); code != ExitOK {
 		t.Errorf("verify of the data directory after recovering the partition: exit %d\n%s", code, stdout)

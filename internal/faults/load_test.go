@@ -56,7 +56,7 @@ func startLoad(t *testing.T, c *cluster, valueSize int) *load {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	var err error
 	l.prod, err = kgo.NewClient(append(clientOpts(c),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.ProduceRequestTimeout(5*time.Second), kgo.RecordDeliveryTimeout(120*time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
