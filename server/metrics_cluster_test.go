@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -61,4 +62,36 @@ func TestMetricsClusterUnderReplicated(t *testing.T) {
 		u, _ := sample(body, "kafka_server_replicamanager_underreplicatedpartitions")
 		return v >= 1 && u == 0
 	})
+}
+
+// TestMetricsClusterLeaderElectionTime: when the leader of a replicated
+// partition fails (no controlled shutdown), the controller elects the
+// other replica and times the event: LeaderElectionRateAndTimeMs has a
+// count and a measured p99 on the controller (before, its quantiles were
+// NaN).
+func TestMetricsClusterLeaderElectionTime(t *testing.T) {
+	c := startInprocCluster(t, 2, "strata.metrics.listener=127.0.0.1:0", "controlled.shutdown.enable=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	if res, err := adm.CreateTopic(ctx, 1, 2, nil, "elect"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("elect", 1, 2)
+	leader := c.broker(1).cl.images.load().topics["elect"].parts[0].leader
+	survivor := c.broker(3 - leader)
+	c.broker(leader).Close()
+	var body string
+	waitFor(t, 60*time.Second, "the controller timing the election", func() bool {
+		body = scrape(t, survivor, "/metrics")
+		v, _ := sample(body, "kafka_controller_controllerstats_leaderelectionrateandtimems_count")
+		return v >= 1
+	})
+	p99, ok := sample(body, `kafka_controller_controllerstats_leaderelectionrateandtimems{quantile="0.99"}`)
+	if !ok || math.IsNaN(p99) || p99 <= 0 {
+		t.Fatalf("leader election p99 %v (found %v)", p99, ok)
+	}
+	if sum, _ := sample(body, "kafka_controller_controllerstats_leaderelectionrateandtimems_sum"); sum <= 0 {
+		t.Errorf("leader election time sum %v", sum)
+	}
 }

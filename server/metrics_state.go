@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -189,6 +190,14 @@ func (s *Server) onElection(unclean bool) {
 	s.met.LeaderElections.Add(1)
 	if unclean {
 		s.met.UncleanElections.Add(1)
+	}
+}
+
+// onElectionTime records how long the controller on this broker took to
+// handle an event that elected leaders for offline partitions.
+func (s *Server) onElectionTime(d time.Duration) {
+	if s.met != nil {
+		s.met.LeaderElectionTime.Observe(d)
 	}
 }
 
