@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,6 +35,12 @@ type ControllerOptions struct {
 	// partition (unclean: from outside the ISR), for the broker's
 	// ControllerStats. It runs on the controller's event loop.
 	OnElection func(unclean bool)
+	// OnElectionTime, if set, is told after the driver carried out an
+	// event in which the controller elected leaders for offline
+	// partitions how long that took: the Step and its ZooKeeper writes
+	// (Kafka's LeaderElectionRateAndTimeMs times its controller's handling
+	// of such an event, ZooKeeper writes included).
+	OnElectionTime func(time.Duration)
 	// Rand draws the topic ids the controller writes for topics that have
 	// none. The driver must seed it randomly (crypto/rand); nil uses a
 	// fixed seed, for tests.
@@ -129,6 +136,9 @@ func (r *Ready) Empty() bool {
 type Controller struct {
 	id   int32
 	opts ControllerOptions
+	// offlineElected counts the leaders elected for offline partitions
+	// (the driver times the events that raise it).
+	offlineElected uint64
 
 	active       bool
 	epoch        int32

@@ -107,6 +107,7 @@ func (c *Controller) electOfflineUnclean(t *ctopic, p int32, allowUnclean bool) 
 	}
 	c.writeState(t, p, st)
 	c.addLeaderAndISR(part.replicas, tp, false)
+	c.offlineElected++
 	if c.opts.OnElection != nil {
 		c.opts.OnElection(unclean)
 	}

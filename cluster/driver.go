@@ -195,8 +195,12 @@ func (d *driver) handle(ev driverEvent) {
 
 // step feeds the Controller and carries out its Ready.
 func (d *driver) step(ev Event) {
+	elected, began := d.ctrl.offlineElected, time.Now()
 	d.ctrl.Step(ev)
 	d.process()
+	if d.ctrl.offlineElected != elected && d.ctrl.opts.OnElectionTime != nil {
+		d.ctrl.opts.OnElectionTime(time.Since(began))
+	}
 }
 
 // process carries out Ready until the Controller has nothing more to do

@@ -50,6 +50,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 			LeaderImbalancePerBrokerPercentage: int(cc.LeaderImbalancePerBrokerPercentage),
 			InterBrokerListener:                cl.cfg.interBrokerListener(),
 			OnElection:                         cl.s.onElection,
+			OnElectionTime:                     cl.s.onElectionTime,
 		},
 		ControllerSocketTimeout:      time.Duration(cc.ControllerSocketTimeoutMs) * time.Millisecond,
 		AutoLeaderRebalanceEnable:    cc.AutoLeaderRebalanceEnable,

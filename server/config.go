@@ -43,6 +43,9 @@ type Config struct {
 	ShutdownTimeoutMs     int64             // strata.shutdown.timeout.ms: wait for in-flight requests (default 30000)
 	MetricsListener       string            // strata.metrics.listener: host:port of /metrics and the status page (default 127.0.0.1:9644; empty: off)
 	metrics               *metrics.Registry // the running broker's registry (set by Start): log flushes report to it
+	RequestSlowMs         int64             // strata.request.slow.ms: log a request slower than this (default 1000; 0 every request; negative off)
+	LogSummaryIntervalMs  int64             // strata.log.summary.interval.ms: the broker's one-line summary (default 60000; 0 or negative off)
+	LogFormat             string            // strata.log.format: text (default) or json; read by "strata broker"
 	MaxPartitionsPerTopic int32             // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
 	RetentionCheckMs      int64             // log.retention.check.interval.ms (default 300000)
 	TimestampType         string            // log.message.timestamp.type: CreateTime (default) or LogAppendTime
@@ -138,8 +141,15 @@ const (
 	// port Redpanda uses for its metrics, on loopback.
 	DefaultMetricsListener = "127.0.0.1:9644"
 	DefaultFetchMaxBytes   = 55 << 20
-	defaultSegmentBytes    = 1 << 30
-	defaultWeekMs          = 7 * 24 * 3600 * 1000
+	// DefaultRequestSlowMs is strata.request.slow.ms's default: a request
+	// that took a second (a consumer fetch's long-poll wait not counted)
+	// is worth a line.
+	DefaultRequestSlowMs = 1000
+	// DefaultLogSummaryIntervalMs is strata.log.summary.interval.ms's
+	// default: a summary line a minute.
+	DefaultLogSummaryIntervalMs = 60000
+	defaultSegmentBytes         = 1 << 30
+	defaultWeekMs               = 7 * 24 * 3600 * 1000
 )
 
 // DefaultConfig is the embedded single-node default.
@@ -164,6 +174,9 @@ func DefaultConfig() *Config {
 		QuotaWindowSizeSeconds: 1,
 		ShutdownTimeoutMs:      30000,
 		MetricsListener:        DefaultMetricsListener,
+		RequestSlowMs:          DefaultRequestSlowMs,
+		LogSummaryIntervalMs:   DefaultLogSummaryIntervalMs,
+		LogFormat:              "text",
 		MaxPartitionsPerTopic:  DefaultMaxPartitionsPerTopic,
 		RetentionCheckMs:       300000,
 		TimestampType:          "CreateTime",

@@ -440,6 +440,12 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "strata.produce.validation", typ: kmsg.ConfigTypeString, val: text(func(c *Config) *string { return &c.ProduceValidation }, oneOf("full", "header"))},
 	{name: "strata.metrics.listener", typ: kmsg.ConfigTypeString, doc: "host:port of the HTTP listener serving /metrics (Prometheus) and the status page; empty turns it off",
 		val: text(func(c *Config) *string { return &c.MetricsListener }, checkMetricsListener)},
+	{name: "strata.request.slow.ms", typ: kmsg.ConfigTypeLong, doc: "log one line for each request that took longer (a consumer or follower fetch's long-poll wait not counted): API, client, partitions, time split; 0 logs every request, negative none",
+		val: longIn(func(c *Config) *int64 { return &c.RequestSlowMs }, minLng)},
+	{name: "strata.log.summary.interval.ms", typ: kmsg.ConfigTypeLong, doc: "how often the broker logs a one-line summary at info level (rates, p99 latency, partitions, groups); 0 or negative: never",
+		val: longIn(func(c *Config) *int64 { return &c.LogSummaryIntervalMs }, minLng)},
+	{name: "strata.log.format", typ: kmsg.ConfigTypeString, doc: "strata broker's log output: text (key=value) or json (one object per line); --log-format wins",
+		val: text(func(c *Config) *string { return &c.LogFormat }, oneOf("text", "json"))},
 	{name: "strata.shutdown.timeout.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.ShutdownTimeoutMs }, 0)},
 
 	// Cluster mode (cluster_config.go): Kafka 2.8's names, defaults and

@@ -53,6 +53,12 @@ type conn struct {
 	// for request memory, parked in a purgatory, writing the response.
 	mkey, mver           int16
 	queued, remote, send time.Duration
+	// For the slow-request log (request_log.go): the request being
+	// served, its client id and correlation id, and the peer's address.
+	req      kmsg.Request
+	clientID string
+	corr     int32
+	peer     string
 
 	quota connQuota // client quotas (conn_quota.go)
 }
@@ -81,7 +87,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 			c.raw = raw
 		}
 	}
-	c.log = s.log.With("conn", s.nextID.Add(1), "remote", nc.RemoteAddr().String())
+	c.peer = nc.RemoteAddr().String()
+	c.log = s.log.With("conn", s.nextID.Add(1), "remote", c.peer)
 	return c
 }
 
@@ -186,13 +193,13 @@ func (c *conn) readFrame() ([]byte, error) {
 	}
 	c.inR += 4
 	var began time.Time
-	if c.s.met != nil {
+	if c.s.timed {
 		began = time.Now()
 	}
 	if !c.s.reqMem.reserve(int64(n), c.s.done) {
 		return nil, errShutdown
 	}
-	if c.s.met != nil {
+	if c.s.timed {
 		c.queued = time.Since(began)
 	}
 	c.reserved = int64(n)
@@ -327,11 +334,11 @@ func isFlexible(key, version int16) bool {
 	return r.IsFlexible()
 }
 
-// handle serves one request and, with metrics on, records its
-// RequestMetrics: count by API and version, and the time split.
+// handle serves one request and, with metrics or the slow-request log on,
+// times it: RequestMetrics (count by API and version, the time split) and a
+// log line when it took longer than strata.request.slow.ms.
 func (c *conn) handle(frame []byte) error {
-	m := c.s.met
-	if m == nil {
+	if !c.s.timed {
 		return c.serveRequest(frame)
 	}
 	c.mkey, c.remote, c.send = -1, 0, 0
@@ -339,9 +346,13 @@ func (c *conn) handle(frame []byte) error {
 	err := c.serveRequest(frame)
 	if c.mkey >= 0 {
 		local := time.Since(began) - c.remote - c.send
-		m.Request(c.mkey, c.mver, &metrics.Span{RequestQueue: c.queued, Local: local, Remote: c.remote, Send: c.send})
+		sp := metrics.Span{RequestQueue: c.queued, Local: local, Remote: c.remote, Send: c.send}
+		c.s.met.Request(c.mkey, c.mver, &sp)
+		if c.s.slow >= 0 && slowSpan(c.mkey, &sp) >= c.s.slow {
+			c.logSlow(sp)
+		}
 	}
-	c.queued = 0
+	c.queued, c.req = 0, nil
 	return err
 }
 
@@ -376,6 +387,7 @@ func (c *conn) serveRequest(frame []byte) error {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
 	}
 	c.mkey, c.mver = h.key, h.version
+	c.req, c.clientID, c.corr = req, h.clientID, h.corr
 	c.quota = connQuota{}
 	quotas := c.quotasOn()
 	if quotas {
@@ -559,7 +571,7 @@ func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.wbuf = b
-	if c.s != nil && c.s.met != nil {
+	if c.s != nil && c.s.timed {
 		began := time.Now()
 		defer func() { c.send += time.Since(began) }()
 	}

@@ -373,6 +373,22 @@
 // time from the broker's state (metrics_state.go). Metrics off, the hot
 // paths take no clock reading for them.
 //
+// # Operators' log lines
+//
+// A request whose time (the split above, less a fetch's remote time: a
+// long poll waits for the client's max wait by design) reaches
+// strata.request.slow.ms (default 1000; 0 every request; negative off) is
+// logged as one "slow request" line with API, version, client id and
+// address, the number of partitions it named and the split
+// (request_log.go); requests are timed when metrics or this log are on,
+// and below the threshold the check is a comparison, no allocation. Every
+// strata.log.summary.interval.ms (default 60000; 0 or negative off) a
+// "broker summary" line gives the interval's rates and p99s (from the
+// metrics registry, left out without it), partitions, leaders,
+// under-replicated and offline partitions and groups (log_summary.go).
+// strata.log.format (text or json) is read by strata broker, which builds
+// the logger the server is given.
+//
 // # Cluster mode
 //
 // With zookeeper.connect (cluster_*.go, api_leader_and_isr.go,

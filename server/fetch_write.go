@@ -134,7 +134,7 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 	}
 	binary.BigEndian.PutUint32(b, uint32(size))
 	c.wbuf = b
-	if c.s != nil && c.s.met != nil {
+	if c.s != nil && c.s.timed {
 		c.s.noteFetch(req, topics)
 		began := time.Now()
 		defer func() { c.send += time.Since(began) }()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,6 +24,17 @@ func (s *Server) startMetrics() {
 	s.met = metrics.New()
 	s.cfg.metrics = s.met
 	_ = s.met.Register(stateCollector{s})
+}
+
+// startTiming decides whether requests are timed: with metrics on or the
+// slow-request log on (strata.request.slow.ms not negative). Off, the hot
+// path reads no clock.
+func (s *Server) startTiming() {
+	s.slow = -1
+	if s.cfg.RequestSlowMs >= 0 {
+		s.slow = time.Duration(s.cfg.RequestSlowMs) * time.Millisecond
+	}
+	s.timed = s.met != nil || s.slow >= 0
 }
 
 // serveMetrics binds strata.metrics.listener and serves /metrics and the
@@ -163,18 +175,22 @@ func (c *conn) parked(produce bool, wait func()) {
 		began := time.Now()
 		defer func() { c.quota.parked += time.Since(began) }()
 	}
-	m := c.s.met
-	if m == nil {
+	if !c.s.timed {
 		wait()
 		return
 	}
-	g := &m.PurgatoryFetch
-	if produce {
-		g = &m.PurgatoryProduce
+	var g *atomic.Int64
+	if m := c.s.met; m != nil {
+		g = &m.PurgatoryFetch
+		if produce {
+			g = &m.PurgatoryProduce
+		}
+		g.Add(1)
 	}
-	g.Add(1)
 	began := time.Now()
 	wait()
 	c.remote += time.Since(began)
-	g.Add(-1)
+	if g != nil {
+		g.Add(-1)
+	}
 }

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +63,109 @@ func TestMetricsClusterUnderReplicated(t *testing.T) {
 		v, _ := sample(body, "kafka_server_replicamanager_isrexpands_total")
 		u, _ := sample(body, "kafka_server_replicamanager_underreplicatedpartitions")
 		return v >= 1 && u == 0
+	})
+}
+
+// TestMetricsClusterLeaderElectionTime: when the leader of a replicated
+// partition fails (no controlled shutdown), the controller elects the
+// other replica and times the event: LeaderElectionRateAndTimeMs has a
+// count and a measured p99 on the controller (before, its quantiles were
+// NaN).
+func TestMetricsClusterLeaderElectionTime(t *testing.T) {
+	c := startInprocCluster(t, 2, "strata.metrics.listener=127.0.0.1:0", "controlled.shutdown.enable=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	if res, err := adm.CreateTopic(ctx, 1, 2, nil, "elect"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("elect", 1, 2)
+	leader := c.broker(1).cl.images.load().topics["elect"].parts[0].leader
+	survivor := c.broker(3 - leader)
+	c.broker(leader).Close()
+	var body string
+	waitFor(t, 60*time.Second, "the controller timing the election", func() bool {
+		body = scrape(t, survivor, "/metrics")
+		v, _ := sample(body, "kafka_controller_controllerstats_leaderelectionrateandtimems_count")
+		return v >= 1
+	})
+	p99, ok := sample(body, `kafka_controller_controllerstats_leaderelectionrateandtimems{quantile="0.99"}`)
+	if !ok || math.IsNaN(p99) || p99 <= 0 {
+		t.Fatalf("leader election p99 %v (found %v)", p99, ok)
+	}
+	if sum, _ := sample(body, "kafka_controller_controllerstats_leaderelectionrateandtimems_sum"); sum <= 0 {
+		t.Errorf("leader election time sum %v", sum)
+	}
+}
+
+// TestMetricsClusterLagFollowed: the group coordinator reports consumer
+// lag for a partition led by the other broker, from its follower replica's
+// high watermark (before, only partitions led by the coordinator's broker
+// had a lag series).
+func TestMetricsClusterLagFollowed(t *testing.T) {
+	c := startInprocCluster(t, 2, "strata.metrics.listener=127.0.0.1:0", "offsets.topic.replication.factor=2")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	if res, err := adm.CreateTopic(ctx, 2, 2, nil, "lagged"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	c.waitLed("lagged", 2, 2)
+	cl := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 10; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "lagged", Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "lagged", Partition: 0, At: 4, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "lagged", Partition: 1, At: 7, LeaderEpoch: -1})
+	var commitErr error
+	defer func() {
+		if t.Failed() {
+			t.Logf("last commit error: %v", commitErr)
+		}
+	}()
+	waitFor(t, 30*time.Second, "the offsets commit (__consumer_offsets coming up)", func() bool {
+		commitErr = adm.CommitAllOffsets(ctx, "watchers", offs)
+		return commitErr == nil
+	})
+	coords := adm.FindGroupCoordinators(ctx, "watchers")
+	co := coords.Sorted()
+	if err := coords.Error(); err != nil || len(co) != 1 {
+		t.Fatalf("coordinator: %v %v", co, err)
+	}
+	coord := c.broker(co[0].NodeID)
+	leaders := c.broker(1).cl.images.load().topics["lagged"].parts
+	elsewhere := -1
+	for p := range leaders {
+		if leaders[p].leader != co[0].NodeID {
+			elsewhere = p
+		}
+	}
+	if elsewhere < 0 {
+		t.Fatalf("both partitions led by the coordinator's broker %d: placement did not spread leaders", co[0].NodeID)
+	}
+	want := map[int]float64{0: 6, 1: 3}
+	var body string
+	defer func() {
+		if t.Failed() {
+			for _, l := range strings.Split(body, "\n") {
+				if strings.HasPrefix(l, "kafka_consumergroup") || strings.HasPrefix(l, "kafka_topic_partition_current") {
+					t.Log(l)
+				}
+			}
+		}
+	}()
+	waitFor(t, 30*time.Second, "lag of both partitions on the coordinator", func() bool {
+		body = scrape(t, coord, "/metrics")
+		for p, w := range want {
+			if v, ok := sample(body, fmt.Sprintf(`kafka_consumergroup_lag{consumergroup="watchers",partition="%d",topic="lagged"}`, p)); !ok || v != w {
+				return false
+			}
+		}
+		return true
 	})
 }

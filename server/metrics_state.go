@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -54,7 +55,7 @@ type groupPartLag struct {
 	Topic     string
 	Partition int32
 	Committed int64
-	Lag       int64 // high watermark − committed; -1 when the broker does not lead it
+	Lag       int64 // high watermark − committed; -1 when the broker holds no replica of it
 }
 
 // state collects the broker's state.
@@ -104,6 +105,12 @@ func (s *Server) state() brokerState {
 					} else if l := rp.Log(); l != nil {
 						fillLog(&ps, l)
 						ps.HighWatermark = rp.HighWatermark()
+						// Consumer lag for a partition followed here:
+						// the follower's high watermark, which trails the
+						// leader's by at most one fetch round trip
+						// (replica.fetch.wait.max.ms when idle). The
+						// leader's, below, replaces it when led here.
+						hws[topicPartition{name, int32(i)}] = ps.HighWatermark
 					}
 					ps.IsLeader = rp.Role() == replica.RoleLeader
 					if ps.IsLeader {
@@ -142,7 +149,10 @@ func fillLog(ps *partStatus, l PartitionLog) {
 }
 
 // lag is the group's committed offsets against the high watermarks of the
-// partitions this broker leads.
+// partitions this broker holds: the leader's where it leads, a follower's
+// (at most one fetch behind) where it follows. A partition with no replica
+// here has no lag (its high watermark is not known without asking its
+// leader).
 func (g *group) lag(hws map[topicPartition]int64) groupLag {
 	g.mu.Lock()
 	gl := groupLag{ID: g.id, State: g.state.String(), Members: len(g.members)}
@@ -192,6 +202,14 @@ func (s *Server) onElection(unclean bool) {
 	}
 }
 
+// onElectionTime records how long the controller on this broker took to
+// handle an event that elected leaders for offline partitions.
+func (s *Server) onElectionTime(d time.Duration) {
+	if s.met != nil {
+		s.met.LeaderElectionTime.Observe(d)
+	}
+}
+
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
@@ -220,7 +238,7 @@ var (
 
 	dTopicCur    = desc("kafka_topic_partition_current_offset", "High watermark of a partition led here (kafka_exporter).", tpLabels...)
 	dTopicOldest = desc("kafka_topic_partition_oldest_offset", "Log start offset of a partition led here (kafka_exporter).", tpLabels...)
-	dGroupLag    = desc("kafka_consumergroup_lag", "High watermark minus the group's committed offset, for partitions led here (kafka_exporter).", gtpLabel...)
+	dGroupLag    = desc("kafka_consumergroup_lag", "High watermark minus the group's committed offset, for partitions with a replica here; a follower's high watermark trails the leader's by at most one fetch (kafka_exporter).", gtpLabel...)
 	dGroupOffset = desc("kafka_consumergroup_current_offset", "The group's committed offset (kafka_exporter).", gtpLabel...)
 	dGroupMemb   = desc("kafka_consumergroup_members", "Members of a consumer group coordinated here (kafka_exporter).", "consumergroup")
 

@@ -81,6 +81,10 @@ type Server struct {
 	met        *metrics.Registry
 	metricsLn  net.Listener
 	metricsSrv *http.Server
+	// timed: requests are timed (metrics on, or the slow-request log);
+	// slow is strata.request.slow.ms, negative when that log is off.
+	timed bool
+	slow  time.Duration
 }
 
 // Start loads the log dirs (meta.properties, topic table, partition logs),
@@ -121,6 +125,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		onLogDirOffline: o.OnLogDirOffline,
 	}
 	s.startMetrics()
+	s.startTiming()
 	s.topics = newTopicStore(cfg, o.OpenLog, o.Logger, o.FS)
 	cm, err := newCleaner(cfg, s.topics)
 	if err != nil {
@@ -186,6 +191,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	go s.checkpointLoop()
 	s.bgWG.Add(1)
 	go s.logDirFailureLoop()
+	s.startSummary()
 	for i, ln := range s.listeners {
 		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.endpoint(cfg.Listeners[i].Name).String(),
 			"node_id", s.NodeID(), "cluster_id", s.ClusterID(), "log_dirs", cfg.LogDirs)

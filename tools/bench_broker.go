@@ -491,7 +491,9 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 // startBenchServer starts a broker on an ephemeral loopback port; its logs
 // go to w at warn level and above.
 // metrics turns strata.metrics.listener on (an ephemeral loopback port)
-// or off; extra overrides come last (--security-protocol's listeners).
+// with the slow-request log at its default, or both off (requests are then
+// not timed at all: the baseline of --metrics both); extra overrides come
+// last (--security-protocol's listeners).
 func startBenchServer(dir, validation string, metrics bool, w io.Writer, retention bool, extra ...string) (*server.Server, error) {
 	ov := []string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
@@ -501,6 +503,8 @@ func startBenchServer(dir, validation string, metrics bool, w io.Writer, retenti
 	}
 	if metrics {
 		ov[len(ov)-1] += "127.0.0.1:0"
+	} else {
+		ov = append(ov, "strata.request.slow.ms=-1")
 	}
 	if retention {
 		ov = append(ov, "log.retention.check.interval.ms=500")

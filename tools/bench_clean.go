@@ -100,9 +100,14 @@ func runBenchClean(c *cli.Context) error {
 	if len(logs) == 0 {
 		return fmt.Errorf("bench clean: no segment .log files in %s", dir)
 	}
-	copySecs, noSyncSecs, err := limitCopy(dir, logs)
+	copySecs, noSyncSecs, err := limitCopy(dir, logs, total)
 	if err != nil {
 		return err
+	}
+	// The cleaner writes up to total bytes into new files: into memory as
+	// warm as the copy's (warmPages).
+	if err := warmPages(dir, total); err != nil {
+		return fmt.Errorf("bench clean: %w", err)
 	}
 	rep, err := cleaner.CompactDir(dir, &cleaner.CompactOptions{
 		DedupeBufferBytes: c.Int64("dedupe-buffer-size"),
@@ -179,8 +184,12 @@ func segmentLogFiles(dir string) ([]string, int64, error) {
 }
 
 // limitCopy copies the files into one new file beside them, returning the time
-// with the final fsync and the time before it; the copy is removed.
-func limitCopy(dir string, files []string) (withSync, noSync float64, err error) {
+// with the final fsync and the time before it; the copy is removed. Like
+// the cleaner's pass it is preceded by warmPages.
+func limitCopy(dir string, files []string, size int64) (withSync, noSync float64, err error) {
+	if err := warmPages(dir, size); err != nil {
+		return 0, 0, fmt.Errorf("bench clean: %w", err)
+	}
 	path := filepath.Join(dir, ".limit-copy")
 	out, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -30,7 +30,10 @@ them to a new log in DIR (timed), reopens it and reads everything back through t
 read path checking every CRC. Beside it, in the same run and on the same filesystem:
 limit_write_mb_per_sec, a plain sequential write of the same bytes with the same
 fsync policy, and limit_read_crc_mb_per_sec, a plain sequential read of the log
-files with CRC-32C over every byte. MB = 10^6 bytes of on-disk batch bytes.
+files with CRC-32C over every byte. Each timed write is preceded by an untimed
+write of as many bytes into a scratch file, removed at once: the append and the
+plain write both meet memory already faulted in. MB = 10^6 bytes of on-disk
+batch bytes.
 Figures are medians over --runs.
 
 --fsync none: no application fsync; batch: fdatasync after every append call (one
@@ -276,8 +279,13 @@ func encodeBenchBatches(cfg benchLogConfig) ([]byte, []int, error) {
 }
 
 // limitWrite writes the same bytes to a new file in the same directory with the
-// same call sizes and fsync policy, and returns the seconds taken.
+// same call sizes and fsync policy, and returns the seconds taken. Like the
+// append it is compared with, it is preceded by warmPages: both write into
+// memory already faulted in.
 func limitWrite(cfg benchLogConfig, data []byte, ends []int) (float64, error) {
+	if err := warmPages(cfg.dir, int64(len(data))); err != nil {
+		return 0, err
+	}
 	path := filepath.Join(cfg.dir, ".limit-write")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -311,6 +319,9 @@ func limitWrite(cfg benchLogConfig, data []byte, ends []int) (float64, error) {
 }
 
 func appendRun(cfg benchLogConfig, data []byte, ends []int, bar *progress) (float64, error) {
+	if err := warmPages(cfg.dir, int64(len(data))); err != nil { // as limitWrite's
+		return 0, err
+	}
 	o := &segment.Options{SegmentBytes: cfg.segmentBytes}
 	if cfg.fsync == "interval" {
 		o.FlushMs = cfg.flushMs

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -38,6 +39,7 @@ func brokerCommand() *cli.Command {
 			// as log.dirs=/a,/b holds commas of its own.
 			&cli.GenericFlag{Name: "override", Value: &multiString{}, Usage: "key=value, repeatable (commas belong to the value); wins over --config"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-format", Usage: "text (key=value) or json (one object per line); default strata.log.format, else text"},
 			// For profiling (strata bench cluster --broker-cpuprofile
 			// passes it to its brokers): a CPU profile from start to
 			// the end of Close, written when the broker stops on a
@@ -60,7 +62,26 @@ func runBroker(c *cli.Context) error {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return usageErr("--log-level: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	format := c.String("log-format")
+	if format == "" {
+		// strata.log.format picks the handler the config's own warnings
+		// go through: a first, silent load reads it.
+		format = "text"
+		if cfg, err := server.LoadConfig(c.String("config"), overrides(c), slog.New(slog.DiscardHandler)); err == nil {
+			format = cfg.LogFormat
+		}
+	}
+	log, err := newLogger(c.App.ErrWriter, format, level)
+	if err != nil {
+		return err
+	}
+	// Everything else that logs (slog.Default() where no logger is
+	// passed, the standard log package) goes through the same handler, so
+	// JSON output is one object per line throughout. Only when the broker
+	// owns the process's stderr: tests run it in-process on buffers.
+	if c.App.ErrWriter == os.Stderr {
+		slog.SetDefault(log)
+	}
 	cfg, err := server.LoadConfig(c.String("config"), overrides(c), log)
 	if err != nil {
 		return usageErr("%v", err)
@@ -101,6 +122,18 @@ func runBroker(c *cli.Context) error {
 		return failErr(err)
 	}
 	return nil
+}
+
+// newLogger is the broker's logger: slog's text or JSON handler on w.
+func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErr("--log-format (or strata.log.format) must be text or json, not %q", format)
 }
 
 // overrides are the --override values in order, each whole.

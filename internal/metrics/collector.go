@@ -68,7 +68,7 @@ var (
 	dFsyncSec   = desc("strata_log_fsync_seconds", "Latency of a partition log's fsync group (data, indexes, directory).")
 	dShrinks    = desc("kafka_server_replicamanager_isrshrinks_total", "ISR shrinks accepted by the controller for partitions this broker leads (IsrShrinksPerSec).")
 	dExpands    = desc("kafka_server_replicamanager_isrexpands_total", "ISR expansions accepted by the controller for partitions this broker leads (IsrExpandsPerSec).")
-	dElections  = desc("kafka_controller_controllerstats_leaderelectionrateandtimems", "Leaders elected for offline partitions by the controller on this broker; count only, the times are not measured (NaN) (LeaderElectionRateAndTimeMs).")
+	dElections  = desc("kafka_controller_controllerstats_leaderelectionrateandtimems", "Controller events on this broker that elected leaders for offline partitions (a broker's failure, a log dir's, an unclean ElectLeaders) and the ms each took to handle, ZooKeeper writes included (LeaderElectionRateAndTimeMs).")
 	dUnclean    = desc("kafka_controller_controllerstats_uncleanleaderelections_total", "Leaders elected from outside the ISR by the controller on this broker (UncleanLeaderElectionsPerSec).")
 	dPurgatory  = desc("kafka_server_delayedoperationpurgatory_purgatorysize", "Requests parked now waiting for a condition (PurgatorySize).", "delayedoperation")
 	dIdle       = desc("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent", "Share of request-handling capacity idle over the last 5 s, 0 to 1: 1 - serving time / (GOMAXPROCS x 5 s) (RequestHandlerAvgIdlePercent).")
@@ -132,11 +132,7 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	histogramSeconds(ch, dFsyncSec, &r.LogFlush)
 	counter(ch, dShrinks, r.ISRShrinks.Load())
 	counter(ch, dExpands, r.ISRExpands.Load())
-	untimed := make(map[float64]float64, len(Quantiles))
-	for _, q := range Quantiles {
-		untimed[q] = nan
-	}
-	ch <- prometheus.MustNewConstSummary(dElections, r.LeaderElections.Load(), nan, untimed)
+	summaryMs(ch, dElections, &r.LeaderElectionTime)
 	counter(ch, dUnclean, r.UncleanElections.Load())
 	gauge(ch, dPurgatory, float64(r.PurgatoryProduce.Load()), "Produce")
 	gauge(ch, dPurgatory, float64(r.PurgatoryFetch.Load()), "Fetch")

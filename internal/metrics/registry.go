@@ -41,6 +41,10 @@ type Registry struct {
 	// LeaderElections and UncleanElections count the leaders the
 	// controller on this broker elected for offline partitions.
 	LeaderElections, UncleanElections atomic.Uint64
+	// LeaderElectionTime is LeaderElectionRateAndTimeMs: the controller's
+	// handling of each event that elected leaders for offline partitions
+	// (its step and ZooKeeper writes).
+	LeaderElectionTime Latency
 	// PurgatoryProduce and PurgatoryFetch are the requests parked now:
 	// acks=all produces waiting for the ISR, fetches waiting for min.bytes.
 	PurgatoryProduce, PurgatoryFetch atomic.Int64
@@ -208,6 +212,7 @@ func (r *Registry) HandlerIdleRatio() float64 { return f64frombits(r.idle.Load()
 func (r *Registry) eachLatency(f func(*Latency)) {
 	f(&r.LogFlush)
 	f(&r.Append)
+	f(&r.LeaderElectionTime)
 	for k := range r.req.times {
 		if t := r.req.times[k].Load(); t != nil {
 			f(&t.Total)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -82,4 +83,46 @@ func (r *Registry) Times(key int16) *RequestTimes {
 func (r *Registry) Requests(key, version int16) uint64 {
 	k, v := clampKey(key, version)
 	return r.req.count[k][v].Load()
+}
+
+// Totals are the registry's cumulative counts, for rates over an interval
+// (the broker's summary log line).
+type Totals struct {
+	MessagesIn, BytesIn, BytesOut, Requests uint64
+	ISRShrinks, ISRExpands                  uint64
+}
+
+// Totals sums the topics' meters and the request counts (a scan of the
+// tables: for a periodic reader, not the hot path).
+func (r *Registry) Totals() Totals {
+	var t Totals
+	if r == nil {
+		return t
+	}
+	r.topics.each(func(_ string, s *TopicStats) {
+		t.MessagesIn += s.MessagesIn.Load()
+		t.BytesIn += s.BytesIn.Load()
+		t.BytesOut += s.BytesOut.Load()
+	})
+	for k := range r.req.count {
+		for v := range r.req.count[k] {
+			t.Requests += r.req.count[k][v].Load()
+		}
+	}
+	t.ISRShrinks, t.ISRExpands = r.ISRShrinks.Load(), r.ISRExpands.Load()
+	return t
+}
+
+// P99 is the 99th percentile of an API's total request time in
+// milliseconds over the quantile window; NaN before its first request or
+// with none in the window.
+func (r *Registry) P99(key int16) float64 {
+	out := []float64{math.NaN()}
+	if r == nil {
+		return out[0]
+	}
+	if t := r.Times(key); t != nil {
+		t.Total.Quantiles([]float64{0.99}, out)
+	}
+	return out[0]
 }
