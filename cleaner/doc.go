@@ -76,9 +76,9 @@
 //     <base>.txnindex.cleaned (swapped in with the segment); a commit marker
 //     is kept when its transaction had a batch in this pass;
 //   - a marker whose transaction has nothing left (or an emptied one) goes
-//     in two passes: the first stamps its batch with the delete horizon now
-//     + delete.retention.ms (its index entry, which filters nothing any
-//     more, is dropped); a pass at or after the horizon removes it, or keeps
+//     in two passes: the first stamps its batch with the delete horizon
+//     (now plus delete.retention.ms; its index entry, which filters nothing
+//     any more, is dropped); a pass at or after the horizon removes it, or keeps
 //     it as an empty header when rule 5 says so (its producer's last batch).
 //
 // A read_committed reader thus ends with the same value per key before and
