@@ -169,5 +169,8 @@
 // version-0 entries inside their segment, in marker order); the entries of
 // the replayed range are recomputed and the file rewritten where it
 // disagrees, and a damaged file below that range is rebuilt from a replay of
-// the whole log (LoadReport.TxnIndexesRebuilt).
+// the whole log (LoadReport.TxnIndexesRebuilt). A cleaned segment gets the
+// entries the cleaner keeps (Cleaned.AddAbortedTxn, in marker order): Seal
+// writes and fsyncs them as <base>.txnindex.cleaned, renamed with the
+// segment's other files by ReplaceSegments.
 package segment
