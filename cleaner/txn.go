@@ -17,12 +17,14 @@ import (
 //     indexes from the first recopied segment on, by producer, in offset
 //     order. A transactional batch inside one (same producer, base offset in
 //     [first offset, marker offset]) is aborted data.
-//   - seen: the aborted transactions whose data the recopy met (and removed).
-//     Their abort marker is kept, and its index entry carried over to the
-//     cleaned segment, so that a reader of a copy made before this pass still
-//     finds it; a later pass, which meets no data any more, may drop both.
-//   - open: producers whose committed (or still open) transactional data the
-//     recopy met since their last marker; their next commit marker is kept.
+//   - seen: the aborted transactions whose batches the recopy met (and
+//     removed or emptied). Their abort marker is kept, with its index entry
+//     carried over to the cleaned segment: a consumer that read those
+//     records before this pass still meets the marker that ends them; a
+//     later pass, which meets none of their batches, may drop both.
+//   - open: producers whose committed (or still open) transactional batches
+//     the recopy met since their last marker; their next commit marker is
+//     kept.
 //
 // A marker whose transaction has no data left is removed in two passes, as
 // Kafka's cleaner does (delete.retention.ms, KIP-534's delete horizon): the
@@ -82,10 +84,10 @@ func (t *txnState) onData(b record.Batch) bool {
 	if !b.IsTransactional() {
 		return false
 	}
+	// Any batch counts, an emptied one too (kept empty by retainEmpty), as
+	// in Kafka: a replay of the log (recovery) opens the producer's
+	// transaction at it, and only its marker closes it again.
 	a, aborted := t.isAbortedData(b)
-	if b.NumRecords() == 0 {
-		return aborted // an emptied batch is no data left
-	}
 	if aborted {
 		t.seen[a] = true
 		return true
