@@ -84,7 +84,9 @@
 //     begun: offline; Open repairs the files.
 //   - Cleaned segments (CreateCleaned, Cleaned.Append, Seal) are scratch
 //     files outside the log: their errors are returned and Abort removes
-//     them.
+//     them. Their aborted-transaction entries (Cleaned.AddAbortedTxn, in
+//     marker order) are written and fsynced by Seal as
+//     <base>.txnindex.cleaned, renamed with the other files.
 //   - Reads and closes report their error and change nothing.
 //
 // Where we differ from Kafka: Kafka takes the directory offline on every
@@ -169,8 +171,5 @@
 // version-0 entries inside their segment, in marker order); the entries of
 // the replayed range are recomputed and the file rewritten where it
 // disagrees, and a damaged file below that range is rebuilt from a replay of
-// the whole log (LoadReport.TxnIndexesRebuilt). A cleaned segment gets the
-// entries the cleaner keeps (Cleaned.AddAbortedTxn, in marker order): Seal
-// writes and fsyncs them as <base>.txnindex.cleaned, renamed with the
-// segment's other files by ReplaceSegments.
+// the whole log (LoadReport.TxnIndexesRebuilt).
 package segment
