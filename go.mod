@@ -3,6 +3,7 @@ module github.com/stratalog/strata
 go 1.26.8
 
 require (
+	github.com/IBM/sarama v1.61.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/edsrzf/mmap-go v1.2.0
 	github.com/go-zookeeper/zk v1.0.4
@@ -18,19 +19,30 @@ require (
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.44.0
+	golang.org/x/term v0.46.0
 )
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/eapache/go-resiliency v1.7.0 // indirect
+	github.com/hashicorp/go-uuid v1.0.3 // indirect
+	github.com/jcmturner/aescts/v2 v2.0.0 // indirect
+	github.com/jcmturner/dnsutils/v2 v2.0.0 // indirect
+	github.com/jcmturner/gofork v1.7.6 // indirect
+	github.com/jcmturner/gokrb5/v8 v8.4.4 // indirect
+	github.com/jcmturner/rpc/v2 v2.0.3 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

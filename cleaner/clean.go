@@ -41,11 +41,14 @@ type PassStats struct {
 	RecordsOut          int64 // records kept
 	TombstonesRemoved   int64
 	UnkeyedRemoved      int64
-	BatchesCopied       int // copied byte for byte
-	BatchesRebuilt      int // re-encoded with fewer records or a delete horizon
-	BatchesDropped      int // every record removed
-	BatchesKeptEmpty    int // every record removed but kept empty (see appendEmptyBatch)
-	LegacyEntriesCopied int // v0/v1 entries, copied unchanged
+	BatchesCopied       int   // copied byte for byte
+	BatchesRebuilt      int   // re-encoded with fewer records or a delete horizon
+	BatchesDropped      int   // every record removed
+	BatchesKeptEmpty    int   // every record removed but kept empty (see appendEmptyBatch)
+	AbortedRemoved      int64 // records of aborted transactions removed
+	MarkersStamped      int   // transaction markers given their delete horizon
+	MarkersRemoved      int   // transaction markers removed (or emptied) past their horizon
+	LegacyEntriesCopied int   // v0/v1 entries, copied unchanged
 }
 
 // Dirty describes a log's dirty section for cleaner selection.
@@ -76,7 +79,9 @@ func dirtySection(l *segment.Log, checkpointed int64, now, minLagMs int64, offli
 	if d.FirstDirty < start || d.FirstDirty > end {
 		d.FirstDirty = start
 	}
-	d.FirstUncleanable = end
+	// Never past the last stable offset: an open transaction's records
+	// may yet be aborted (Kafka's cleanableOffsets).
+	d.FirstUncleanable = min(end, l.LastStableOffset())
 	last := len(segs)
 	if !offline {
 		last = len(segs) - 1
@@ -118,6 +123,8 @@ type pass struct {
 	segKept int
 	// producers is producerLasts' result, built on first use.
 	producers map[int64]producerLast
+	// tx is the pass's view of the log's transactions.
+	tx *txnState
 }
 
 // clean runs a pass: map the dirty section, recopy from the log start up to
@@ -132,6 +139,7 @@ func clean(l *segment.Log, m *OffsetMap, firstDirty int64, o passOptions) (PassS
 		return p.st, ErrNothingToClean
 	}
 	segs := l.Segments()
+	p.tx = newTxnState(l, segs[0].Base())
 	if err := p.buildMap(segs, d.FirstDirty, d.FirstUncleanable); err != nil {
 		return p.st, err
 	}
@@ -213,8 +221,11 @@ func (p *pass) mapSegment(s *segment.Segment, from, to int64) (full bool, err er
 			continue
 		}
 		b := p.sc.Batch()
-		if b.IsTransactional() || b.IsControl() {
-			return false, fmt.Errorf("%w: batch at offset %d of %s", ErrTransactional, h.Offset, s.Path(segment.LogSuffix))
+		if _, aborted := p.tx.isAbortedData(b); aborted || b.IsControl() {
+			// Markers are never compacted by key, and aborted records
+			// must not hide the committed values before them.
+			p.m.SetLatest(h.LastOffset)
+			continue
 		}
 		if !p.m.Room(int(b.NumRecords())) {
 			if p.m.Len() == 0 {
@@ -291,6 +302,7 @@ const outBufferSize = 1 << 20
 // last segment (offline passes only).
 func (p *pass) cleanGroup(g []*segment.Segment, end int64, active bool) (err error) {
 	var c *segment.Cleaned
+	p.tx.group = p.tx.group[:0]
 	if !p.o.dryRun {
 		if c, err = p.l.CreateCleaned(g[0].Base()); err != nil {
 			return err
@@ -318,6 +330,11 @@ func (p *pass) cleanGroup(g []*segment.Segment, end int64, active bool) (err err
 	p.st.SegmentsOut++
 	if p.o.dryRun {
 		return nil
+	}
+	for _, a := range p.tx.group {
+		if err := c.AddAbortedTxn(a); err != nil {
+			return err
+		}
 	}
 	if err := c.Seal(); err != nil {
 		return err
@@ -366,8 +383,11 @@ func (p *pass) recopy(s *segment.Segment, c *segment.Cleaned, end, groupEnd int6
 // or a delete horizon is set, the bare header of an empty batch when nothing
 // stays but the batch must be kept (retainEmpty), nothing otherwise.
 func (p *pass) filterBatch(b record.Batch, end, groupEnd int64) error {
-	if b.IsTransactional() || b.IsControl() {
-		return fmt.Errorf("%w: batch at offset %d", ErrTransactional, b.BaseOffset())
+	if b.IsControl() {
+		return p.filterMarker(b, groupEnd)
+	}
+	if p.tx.onData(b) {
+		return p.dropAborted(b, groupEnd)
 	}
 	var err error
 	p.recs, err = b.Records(p.recs[:0])
@@ -438,5 +458,25 @@ func (p *pass) filterBatch(b record.Batch, end, groupEnd int64) error {
 	p.st.BatchesRebuilt++
 	p.segKept++
 	p.out, err = record.AppendBatch(p.out, opts, p.recs[:j])
+	return err
+}
+
+// dropAborted removes every record of a batch of an aborted transaction,
+// keeping the batch empty where retainEmpty says so.
+func (p *pass) dropAborted(b record.Batch, groupEnd int64) error {
+	n := int64(b.NumRecords())
+	p.st.RecordsIn += n
+	p.st.AbortedRemoved += n
+	retain, err := p.retainEmpty(b, groupEnd)
+	if err != nil {
+		return err
+	}
+	if !retain {
+		p.st.BatchesDropped++
+		return nil
+	}
+	p.st.BatchesKeptEmpty++
+	p.segKept++
+	p.out, err = appendEmptyBatch(p.out, b)
 	return err
 }

@@ -8,15 +8,13 @@
 //  1. The dirty section starts at the partition's entry in the log dir's
 //     cleaner-offset-checkpoint (reset to the log start offset when missing or
 //     outside [log start, log end]) and stops at the first uncleanable offset:
-//     the active segment's base (offline: the log end), or earlier, the base of
-//     the first dirty segment whose largest timestamp is newer than
-//     now - min.compaction.lag.ms.
+//     the active segment's base (offline: the log end) or the last stable
+//     offset, whichever is lower, or earlier, the base of the first dirty
+//     segment whose largest timestamp is newer than now - min.compaction.lag.ms.
 //  2. The offset map is built over the dirty section: for every keyed record of
-//     every v2 batch, key → offset (later offsets overwrite). Control and
-//     transactional batches stop the pass with ErrTransactional: without the
-//     aborted-transaction index compaction could resurrect aborted data, so
-//     such partitions are skipped (marked uncleanable, with the reason logged).
-//     Mapping stops early, at a batch boundary, when the next batch's records
+//     every v2 batch, key → offset (later offsets overwrite), except the
+//     records of control batches (markers) and of aborted transactions (see
+//     Transactions), which never hide an older value. Mapping stops early, at a batch boundary, when the next batch's records
 //     might not fit the map or its last offset would be 2^31-1 or more past
 //     the pass's first offset: a partial pass, as in Kafka. The pass's end
 //     offset is one past the last mapped batch's last offset.
@@ -59,6 +57,33 @@
 //     directory fsync). segment.Open rolls a crashed swap back or forward.
 //  8. After the last group, cleaner-offset-checkpoint[partition] = end offset,
 //     written durably through internal/checkpoint.
+//
+// # Transactions
+//
+// The pass reads the aborted-transaction indexes (.txnindex) of the log from
+// its first recopied segment on, and follows the transactions through the
+// recopy in offset order, over every group of the pass, as Kafka's
+// CleanedTransactionMetadata does:
+//
+//   - a transactional batch of an aborted transaction (its producer's, base
+//     offset between the entry's first offset and its marker) loses every
+//     record, wherever it lies in the recopied segments (kept empty only
+//     where rule 5 keeps empty batches);
+//   - a committed (or still open: past the pass's end, which is at or below
+//     the last stable offset) transactional batch is filtered like any other;
+//   - an abort marker whose transaction had records in this pass is kept,
+//     and its index entry is written to the cleaned segment's
+//     <base>.txnindex.cleaned (swapped in with the segment); a commit marker
+//     is kept when its transaction had a batch in this pass;
+//   - a marker whose transaction has nothing left (or an emptied one) goes
+//     in two passes: the first stamps its batch with the delete horizon
+//     (now plus delete.retention.ms; its index entry, which filters nothing
+//     any more, is dropped); a pass at or after the horizon removes it, or keeps
+//     it as an empty header when rule 5 says so (its producer's last batch).
+//
+// A read_committed reader thus ends with the same value per key before and
+// after a pass, and a read_uncommitted one loses exactly the aborted
+// records (besides what compaction removes).
 //
 // Legacy v0/v1 entries are neither mapped nor filtered: they are copied
 // unchanged (a later v2 value of the same key does not remove them).

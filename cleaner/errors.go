@@ -3,10 +3,6 @@ package cleaner
 import "errors"
 
 var (
-	// ErrTransactional: the partition holds transactional or control batches;
-	// compacting it needs the aborted-transaction index, which strata does not
-	// keep yet, so the partition is skipped.
-	ErrTransactional = errors.New("cleaner: partition holds transactional or control batches")
 	// ErrMapTooSmall: the offset map cannot hold even one batch's keys.
 	ErrMapTooSmall = errors.New("cleaner: offset map too small for one batch")
 	// ErrMapFull: Put on a full offset map.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,8 +196,11 @@ func checkFinal(t *testing.T, l *segment.Log, end int64) {
 	}
 }
 
-// TestManagerUncleanable: a partition with transactional batches is marked
-// uncleanable with the reason, and the cleaner goes on with the others.
+// TestManagerUncleanable: a partition whose pass fails (a batch with a bad
+// CRC in a segment to recopy) is marked uncleanable with the reason, and
+// the cleaner goes on with the others, a transactional partition among
+// them: it is cleaned (its aborted records removed), where it used to be
+// marked uncleanable.
 func TestManagerUncleanable(t *testing.T) {
 	fsys := vfs.NewMem()
 	m, err := NewManager(&Config{FS: fsys, Logger: quiet, DedupeBufferBytes: 1 << 20})
@@ -211,46 +216,70 @@ func TestManagerUncleanable(t *testing.T) {
 		t.Cleanup(func() { l.Close() })
 		return l
 	}
-	txn, plain := open("/data/txn-0"), open("/data/plain-0")
-	for i := 0; i < 40; i++ {
-		o := record.DefaultBatchOptions()
-		// Producer 1's transactional batches (its transaction left open)
-		// between producer 2's plain ones: a producer inside a transaction
-		// sends only transactional batches. Stamped now: a producer whose
-		// last batch is older than producer.id.expiration.ms is forgotten.
-		o.ProducerID, o.ProducerEpoch, o.BaseSequence = int64(1+i%2), 0, int32(i/2)
-		o.Transactional = i%2 == 0
-		b, err := record.AppendBatch(nil, o, []record.Record{{Timestamp: time.Now().UnixMilli(), Key: key(i % 3), Value: []byte("x")}})
+	txn, bad := open("/data/txn-0"), open("/data/bad-0")
+	app := func(l *segment.Log, o record.BatchOptions, v string, i int) {
+		t.Helper()
+		b, err := record.AppendBatch(nil, o, []record.Record{{Timestamp: time.Now().UnixMilli(), Key: key(i % 3), Value: []byte(v)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := txn.Append(b); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := appendBatch(plain, batchOf(t, record.CodecNone, []record.Record{{Timestamp: 1, Key: key(i % 3), Value: []byte("y")}})); err != nil {
+		if _, err := l.Append(b); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for i := 0; i < 40; i++ {
+		// Producer 1 writes one record per transaction, aborting every
+		// third.
+		o := record.DefaultBatchOptions()
+		o.ProducerID, o.ProducerEpoch, o.BaseSequence, o.Transactional = 1, 0, int32(i), true
+		app(txn, o, fmt.Sprint("t", i), i)
+		mo := record.DefaultBatchOptions()
+		mo.ProducerID, mo.ProducerEpoch = 1, 0
+		mb, err := record.AppendEndTxnBatch(nil, mo, i%3 != 0, 1, time.Now().UnixMilli())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := txn.Append(mb); err != nil {
+			t.Fatal(err)
+		}
+		app(bad, record.DefaultBatchOptions(), "y", i)
+	}
+	// A flipped byte in the first segment's first record: its CRC fails.
+	f, err := fsys.OpenFile(bad.Segments()[0].Path(segment.LogSuffix), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff}, record.BatchHeaderSize+3); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	cfg := &LogConfig{CleanupPolicy: "compact", MinCleanableDirtyRatio: -1}
-	tpT, tpP := checkpoint.TopicPartition{Topic: "txn"}, checkpoint.TopicPartition{Topic: "plain"}
+	tpT, tpB := checkpoint.TopicPartition{Topic: "txn"}, checkpoint.TopicPartition{Topic: "bad"}
 	m.Register(tpT, txn, cfg)
-	m.Register(tpP, plain, cfg)
+	m.Register(tpB, bad, cfg)
 	for i := 0; i < 4; i++ {
 		m.CleanOnce()
 	}
 	u := m.Uncleanable()
-	if _, ok := u[tpT]; !ok || len(u) != 1 {
+	if _, ok := u[tpB]; !ok || len(u) != 1 {
 		t.Fatalf("uncleanable %v", u)
 	}
-	if fd, ok := m.FirstDirtyOffset(tpP); !ok || fd == 0 {
-		t.Fatalf("the plain partition was not cleaned (first dirty %d)", fd)
+	if fd, ok := m.FirstDirtyOffset(tpT); !ok || fd == 0 {
+		t.Fatalf("the transactional partition was not cleaned (first dirty %d)", fd)
 	}
 	ck, err := checkpoint.ReadOffsets(fsys, "/data/"+checkpoint.CleanerOffsetFile)
-	if err != nil || ck[tpP] == 0 {
+	if err != nil || ck[tpT] == 0 {
 		t.Fatalf("checkpoint %v: %v", ck, err)
 	}
-	if _, ok := ck[tpT]; ok {
+	if _, ok := ck[tpB]; ok {
 		t.Fatalf("checkpoint holds the uncleanable partition: %v", ck)
+	}
+	got, _ := readAll(t, txn)
+	for _, r := range got {
+		v, isData := strings.CutPrefix(string(r.Value), "t") // not a marker
+		if i, err := strconv.Atoi(v); isData && err == nil && i%3 == 0 && r.Offset < ck[tpT] {
+			t.Fatalf("aborted record %s=%s at %d still there after cleaning", r.Key, r.Value, r.Offset)
+		}
 	}
 }
 

@@ -84,7 +84,9 @@
 //     begun: offline; Open repairs the files.
 //   - Cleaned segments (CreateCleaned, Cleaned.Append, Seal) are scratch
 //     files outside the log: their errors are returned and Abort removes
-//     them.
+//     them. Their aborted-transaction entries (Cleaned.AddAbortedTxn, in
+//     marker order) are written and fsynced by Seal as
+//     <base>.txnindex.cleaned, renamed with the other files.
 //   - Reads and closes report their error and change nothing.
 //
 // Where we differ from Kafka: Kafka takes the directory offline on every

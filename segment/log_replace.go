@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/stratalog/strata/index"
+	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/record"
 )
 
@@ -17,9 +19,10 @@ import (
 // durable; the Log's ReplaceSegments then swaps it in, after which the segment
 // lives under its final names. Abort removes the files of an unused one.
 type Cleaned struct {
-	seg    *Segment
-	sealed bool
-	done   bool
+	seg     *Segment
+	sealed  bool
+	done    bool
+	aborted []producer.AbortedTxn
 }
 
 // CreateCleaned starts a cleaned segment with base offset base in the log's
@@ -108,11 +111,38 @@ func (c *Cleaned) Append(buf []byte) error {
 	return c.seg.append(buf)
 }
 
+// AddAbortedTxn adds an entry to the cleaned segment's aborted-transaction
+// index, written at Seal as <base>.txnindex.cleaned and swapped in with the
+// segment. Entries must come in marker order, each marker within the
+// segment's offsets once sealed.
+func (c *Cleaned) AddAbortedTxn(a producer.AbortedTxn) error {
+	if c.sealed || c.done {
+		return fmt.Errorf("%w: cleaned segment %d already sealed", ErrBadAppend, c.seg.base)
+	}
+	if n := len(c.aborted); n > 0 && a.LastOffset <= c.aborted[n-1].LastOffset {
+		return fmt.Errorf("%w: aborted transaction ending at %d after one ending at %d", ErrOffsetMismatch, a.LastOffset, c.aborted[n-1].LastOffset)
+	}
+	c.aborted = append(c.aborted, a)
+	return nil
+}
+
 // Seal gives the time index its final entry, trims both indexes and fsyncs the
-// three files.
+// three files (four with an aborted-transaction index).
 func (c *Cleaned) Seal() error {
 	if c.sealed {
 		return nil
+	}
+	if n := len(c.aborted); n > 0 {
+		if last := c.aborted[n-1].LastOffset; c.aborted[0].LastOffset < c.seg.base || last >= c.seg.next.Load() {
+			return fmt.Errorf("%w: aborted transaction markers up to %d outside cleaned segment [%d, %d)", ErrOffsetMismatch, last, c.seg.base, c.seg.next.Load())
+		}
+		var buf []byte
+		for _, a := range c.aborted {
+			buf = producer.AppendAbortedTxn(buf, a)
+		}
+		if err := c.writeTxnIndex(buf); err != nil {
+			return err
+		}
 	}
 	if err := c.seg.seal(); err != nil {
 		return err
@@ -127,7 +157,32 @@ func (c *Cleaned) Seal() error {
 		return fmt.Errorf("segment: %w", err)
 	}
 	c.seg.indexesSynced.Store(true)
+	if len(c.aborted) > 0 {
+		list := slices.Clone(c.aborted)
+		c.seg.aborted.Store(&list)
+	}
 	c.sealed = true
+	return nil
+}
+
+// writeTxnIndex writes and fsyncs <base>.txnindex.cleaned (a temporary
+// name already: a crash leaves it to CreateCleaned or Open to remove).
+func (c *Cleaned) writeTxnIndex(buf []byte) error {
+	path := c.seg.Path(TxnIndexSuffix + CleanedSuffix)
+	f, err := c.seg.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("segment: create %s: %w", path, err)
+	}
+	_, err = f.Write(buf)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("segment: write %s: %w", path, err)
+	}
 	return nil
 }
 

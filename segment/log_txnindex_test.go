@@ -133,3 +133,100 @@ func TestTxnIndex(t *testing.T) {
 	}
 	reopen("missing", &Options{})
 }
+
+// TestCleanedTxnIndex: a cleaned segment's aborted-transaction entries are
+// written at Seal as .txnindex.cleaned and swapped in with the segment
+// (on disk, in AbortedTxns, after a reopen); entries out of marker order,
+// or whose marker lies outside the cleaned segment, are refused.
+func TestCleanedTxnIndex(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, &Options{FileDeleteDelayMs: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close() }()
+	for _, b := range [][]byte{txnBatch(t, 10, 0, 0, 2), markerBatch(t, 10, 0, false, 1)} { // 0-1, 2
+		if _, err := l.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	want := producer.AbortedTxn{ProducerID: 10, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3}
+	old := l.Segments()[:1]
+	copyInto := func(c *Cleaned) {
+		t.Helper()
+		buf := make([]byte, old[0].Size())
+		if _, err := old[0].LogFile().ReadAt(buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Append(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := l.CreateCleaned(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInto(c)
+	if err := c.AddAbortedTxn(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddAbortedTxn(producer.AbortedTxn{ProducerID: 11, FirstOffset: 0, LastOffset: 1}); !errors.Is(err, ErrOffsetMismatch) {
+		t.Fatalf("entry out of marker order: %v, want ErrOffsetMismatch", err)
+	}
+	if err := c.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := l.CreateCleaned(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInto(bad)
+	if err := bad.AddAbortedTxn(producer.AbortedTxn{ProducerID: 10, FirstOffset: 0, LastOffset: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Seal(); !errors.Is(err, ErrOffsetMismatch) {
+		t.Fatalf("marker outside the segment: Seal %v, want ErrOffsetMismatch", err)
+	}
+	if err := bad.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = l.CreateCleaned(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInto(c)
+	if err := c.AddAbortedTxn(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReplaceSegments([]*Cleaned{c}, old, false); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		data, err := os.ReadFile(l.Segments()[0].Path(TxnIndexSuffix))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		list, err := producer.DecodeTxnIndex(data, 0, 3)
+		if err != nil || len(list) != 1 || list[0] != want {
+			t.Fatalf("%s: .txnindex %+v %v, want %+v", what, list, err, want)
+		}
+		if got := l.AbortedTxns(0, 3, nil); len(got) != 1 || got[0] != want {
+			t.Fatalf("%s: AbortedTxns %+v", what, got)
+		}
+	}
+	check("swapped in")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = Open(dir, &Options{FileDeleteDelayMs: -1}); err != nil {
+		t.Fatal(err)
+	}
+	check("reopened")
+}

@@ -61,6 +61,17 @@ func readCommitted(t *testing.T, s *Server, topic string, partition int32) (comm
 // points and restarted; once a last child consumed everything, "out" as a
 // read_committed consumer sees it holds every input record exactly once.
 func TestTxnExactlyOnceKilled(t *testing.T) {
+	eosKilled(t, "TestTxnEOSChild", "STRATA_EOS_CHILD")
+}
+
+// eosKilled is the harness of the exactly-once tests: a broker with 400
+// records in "in" (2 partitions), a consume-transform-produce child
+// process (the test child, told the broker's address in $env) that copies
+// them to "out" transactionally, SIGKILLed at random points five times and
+// restarted; a last child (restarted whenever it exits) runs until
+// everything is consumed and committed. "out" read as read_committed must
+// hold every input record exactly once.
+func eosKilled(t *testing.T, child, env string) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
@@ -80,7 +91,7 @@ func TestTxnExactlyOnceKilled(t *testing.T) {
 	t.Logf("seed %d", seed)
 
 	for kill := 0; kill < 5; kill++ {
-		cmd, commits := startEOSChild(t, s)
+		cmd, commits, exited := startEOSChild(t, s, child, env)
 		// Kill after a random number of commits and a random delay: in the
 		// middle of a transaction, between two, or while it commits.
 		wait := rng.Intn(4)
@@ -94,13 +105,19 @@ func TestTxnExactlyOnceKilled(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		<-exited
 	}
 	// A last child runs until everything is consumed and committed.
-	cmd, _ := startEOSChild(t, s)
-	defer func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() }()
+	cmd, _, exited := startEOSChild(t, s, child, env)
+	defer func() { _ = cmd.Process.Signal(syscall.SIGKILL); <-exited }() // the last one started
 	deadline := time.Now().Add(60 * time.Second)
 	for {
+		select {
+		case <-exited: // gave up (a fenced or failed transaction): restart it
+			t.Logf("last child exited: %v; restarting it", cmd.ProcessState)
+			cmd, _, exited = startEOSChild(t, s, child, env)
+		default:
+		}
 		var got []string
 		open := 0
 		for p := int32(0); p < 2; p++ {
@@ -142,12 +159,14 @@ func TestTxnExactlyOnceKilled(t *testing.T) {
 	}
 }
 
-// startEOSChild starts TestTxnEOSChild; commits gets a value per
-// transaction the child committed.
-func startEOSChild(t *testing.T, s *Server) (*exec.Cmd, <-chan struct{}) {
+// startEOSChild starts the test child with the broker's address in $env;
+// commits gets a value per transaction the child committed (it prints
+// "EOS COMMITTED"), exited is closed once the process has exited (and been
+// waited for).
+func startEOSChild(t *testing.T, s *Server, child, env string) (*exec.Cmd, <-chan struct{}, <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestTxnEOSChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "STRATA_EOS_CHILD="+s.Addr().String())
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+child+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env+"="+s.Addr().String())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +176,9 @@ func startEOSChild(t *testing.T, s *Server) (*exec.Cmd, <-chan struct{}) {
 		t.Fatal(err)
 	}
 	commits := make(chan struct{}, 1024)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "EOS COMMITTED") {
@@ -167,8 +188,9 @@ func startEOSChild(t *testing.T, s *Server) (*exec.Cmd, <-chan struct{}) {
 				}
 			}
 		}
+		_ = cmd.Wait()
 	}()
-	return cmd, commits
+	return cmd, commits, exited
 }
 
 // TestTxnEOSChild is the consume-transform-produce process of

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/producer"
 	"github.com/stratalog/strata/record"
 )
 
@@ -164,7 +165,10 @@ func controlFixture(t *testing.T) fixture {
 	log = must(record.AppendBatch(log, lopts, []record.Record{{Timestamp: ts + 50, Key: []byte("lat"), Value: []byte("log append time")}}))
 	ix = ixEntryBytes(ix, 0, 7, p)
 	tix = tixEntryBytes(tix, 0, ts+100, 7)
-	return fixture{"control", map[string][]byte{seg0 + ".log": log, seg0 + ".index": ix, seg0 + ".timeindex": tix}}
+	// The aborted transaction (4..5, marker 6) in the aborted-transaction
+	// index, as the log writes it: verify checks the two agree.
+	txn := producer.AppendAbortedTxn(nil, producer.AbortedTxn{ProducerID: 7, FirstOffset: 4, LastOffset: 6, LastStableOffset: 7})
+	return fixture{"control", map[string][]byte{seg0 + ".log": log, seg0 + ".index": ix, seg0 + ".timeindex": tix, seg0 + ".txnindex": txn}}
 }
 
 // goldenModes are the dumplog invocations compared against golden files.

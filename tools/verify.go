@@ -42,7 +42,9 @@ directory (a log.dirs entry: partition directories and checkpoint files), or sin
     (recovery point, log start, replication, cleaner): parseable, and every offset
     within [0, log end offset] of its partition;
   producer snapshots (.snapshot: version, CRC, length) and transaction indexes
-    (.txnindex: version, whole entries, offsets not below the segment base).
+    (.txnindex: version, whole entries, offsets not below the segment base, and
+    agreeing with the log: each entry at an abort marker of its producer, each
+    abort marker of a transaction with records left in the log indexed).
 
 Each problem is printed with its file, byte position and offset, then a summary.
 A zeroed tail (kind zeroed_tail) in the last segment of a partition written with
@@ -387,6 +389,7 @@ func (v *verifier) partition(dir string) (partInfo, error) {
 	prevLast := int64(-1)
 	info.logStart = -1
 	live := len(bases) > 0 && v.inUse(filepath.Dir(filepath.Clean(dir)))
+	open := map[int64]bool{}
 	for i, base := range bases {
 		logPath := segment.FilePath(dir, base, segment.LogSuffix)
 		res, err := checkSegment(&v.scan, segmentCheck{
@@ -397,6 +400,7 @@ func (v *verifier) partition(dir string) (partInfo, error) {
 		if err != nil {
 			return info, err
 		}
+		v.checkTxnIndex(dir, base, res.txn, open)
 		v.segments++
 		v.batches += res.batches
 		v.bytes += res.size
@@ -481,6 +485,7 @@ func (v *verifier) file(p string) error {
 		if err != nil {
 			return err
 		}
+		v.checkTxnIndex(filepath.Dir(logPath), base, res.txn, map[int64]bool{})
 		v.segments++
 		v.batches += res.batches
 		v.bytes += res.size

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/stratalog/strata/record"
 )
 
 // segResult is what checking one segment found.
@@ -18,6 +20,7 @@ type segResult struct {
 	gaps       int64 // offset gaps between batches (legal after compaction)
 	ixEntries  int
 	tixEntries int
+	txn        []txnEvent // transactional batches, in order
 }
 
 // segmentCheck says what to check in checkSegment.
@@ -96,6 +99,11 @@ func checkSegment(sc *logScan, c segmentCheck) (*segResult, error) {
 		e := &sc.e
 		res.validEnd = e.pos + e.size
 		res.batches++
+		if e.valid && !e.legacy {
+			if ev, ok := txnEventOf(record.Batch(e.entry)); ok {
+				res.txn = append(res.txn, ev)
+			}
+		}
 		if !e.valid {
 			res.problems = append(res.problems, problem{file: c.log, pos: e.pos, offset: e.base, kind: kindOf(e.err), message: detail(e.err)})
 		}
