@@ -205,6 +205,7 @@ type BenchBrokerFigures struct {
 	IdempotentProduceRecordsPerSec  float64   `json:"idempotent_produce_records_per_sec,omitempty"`
 	IdempotentVsPlain               float64   `json:"idempotent_vs_plain,omitempty"`
 	IdempotentProduceRecordsPerSecs []float64 `json:"idempotent_produce_records_per_sec_runs,omitempty"`
+	IdempotentProduceCPUSeconds     float64   `json:"idempotent_produce_cpu_seconds,omitempty"`
 	// The transactions phase (--transactions): its produce rate beside the
 	// run's non-transactional one, and read_committed beside
 	// read_uncommitted over the same records.
@@ -215,6 +216,8 @@ type BenchBrokerFigures struct {
 	TxnReadUncommittedRecordsPerSec float64 `json:"txn_read_uncommitted_records_per_sec,omitempty"`
 	TxnReadCommittedVsUncommitted   float64 `json:"txn_read_committed_vs_uncommitted,omitempty"`
 	TxnProduceCPUSeconds            float64 `json:"txn_produce_cpu_seconds,omitempty"`
+	TxnReadCommittedCPUSeconds      float64 `json:"txn_read_committed_cpu_seconds,omitempty"`
+	TxnReadUncommittedCPUSeconds    float64 `json:"txn_read_uncommitted_cpu_seconds,omitempty"`
 	// Per run, the ratios the medians above are taken of.
 	TxnProduceVsPlainRuns             []float64 `json:"txn_produce_vs_plain_runs,omitempty"`
 	TxnReadCommittedVsUncommittedRuns []float64 `json:"txn_read_committed_vs_uncommitted_runs,omitempty"`
@@ -444,7 +447,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 // benchAcc collects one broker's runs.
 type benchAcc struct {
 	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim, idemR []float64
-	txnR, txnVs, rcR, ruR, rcVs, txnCPU                                                            []float64
+	txnR, txnVs, rcR, ruR, rcVs, txnCPU, idemCPU, rcCPU, ruCPU                                     []float64
 	txnReqs                                                                                        [][]TxnRequestFigures
 	latencyRecords                                                                                 int
 }
@@ -456,6 +459,7 @@ func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
 	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.records)/r.produce.Seconds()))
 	a.rcR, a.ruR, a.rcVs = append(a.rcR, rc), append(a.ruR, ru), append(a.rcVs, rc/ru)
 	a.txnCPU, a.txnReqs = append(a.txnCPU, tf.produceCPU.Seconds()), append(a.txnReqs, tf.requests)
+	a.rcCPU, a.ruCPU = append(a.rcCPU, tf.readCommittedCPU.Seconds()), append(a.ruCPU, tf.readUncommittedCPU.Seconds())
 }
 
 func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
@@ -469,6 +473,7 @@ func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
 	if r.produceIdem > 0 {
 		a.idemR = append(a.idemR, float64(cfg.records)/r.produceIdem.Seconds())
+		a.idemCPU = append(a.idemCPU, r.produceIdemCPU.Seconds())
 	}
 	a.p50, a.p99, a.p999, a.pmax = append(a.p50, r.p50), append(a.p99, r.p99), append(a.p999, r.p999), append(a.pmax, r.max)
 	a.latencyRecords = r.latencyRecords
@@ -487,6 +492,7 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 		figs.IdempotentProduceRecordsPerSecs = append([]float64(nil), a.idemR...)
 		figs.IdempotentProduceRecordsPerSec = median(a.idemR)
 		figs.IdempotentVsPlain = figs.IdempotentProduceRecordsPerSec / figs.ProduceRecordsPerSec
+		figs.IdempotentProduceCPUSeconds = median(a.idemCPU)
 	}
 	if len(a.txnR) > 0 {
 		// Before the medians, which sort their input.
@@ -496,6 +502,7 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 		figs.TxnReadCommittedRecordsPerSec, figs.TxnReadUncommittedRecordsPerSec = median(a.rcR), median(a.ruR)
 		figs.TxnReadCommittedVsUncommitted = median(a.rcVs)
 		figs.TxnProduceCPUSeconds = median(a.txnCPU)
+		figs.TxnReadCommittedCPUSeconds, figs.TxnReadUncommittedCPUSeconds = median(a.rcCPU), median(a.ruCPU)
 	}
 	figs.LimitLoopbackMBps = median(a.lim)
 	if figs.LimitLoopbackMBps > 0 {
@@ -553,8 +560,8 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
 		if m.IdempotentProduceRecordsPerSec > 0 {
-			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f\n",
-				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain)
+			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f   process CPU %.2f s (plain %.2f s)\n",
+				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain, m.IdempotentProduceCPUSeconds, m.ProduceCPUSeconds)
 		}
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
@@ -569,8 +576,10 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 				m.TxnRecordsPerTxn, m.TxnProduceRecordsPerSec, m.TxnProduceVsPlain)
 			fmt.Fprintf(w, "      consume read_committed %12.0f records/s   read_uncommitted %12.0f records/s   ratio %.3f\n",
 				m.TxnReadCommittedRecordsPerSec, m.TxnReadUncommittedRecordsPerSec, m.TxnReadCommittedVsUncommitted)
-			fmt.Fprintf(w, "      runs: produce ratio %s, read_committed ratio %s; process CPU %.2f s\n",
-				fmtRatios(m.TxnProduceVsPlainRuns), fmtRatios(m.TxnReadCommittedVsUncommittedRuns), m.TxnProduceCPUSeconds)
+			fmt.Fprintf(w, "      runs: produce ratio %s, read_committed ratio %s\n",
+				fmtRatios(m.TxnProduceVsPlainRuns), fmtRatios(m.TxnReadCommittedVsUncommittedRuns))
+			fmt.Fprintf(w, "      process CPU: produce %.2f s (plain %.2f s), read_committed %.2f s, read_uncommitted %.2f s\n",
+				m.TxnProduceCPUSeconds, m.ProduceCPUSeconds, m.TxnReadCommittedCPUSeconds, m.TxnReadUncommittedCPUSeconds)
 			if len(m.TxnRequests) > 0 {
 				fmt.Fprintf(w, "      per transaction:")
 				for _, r := range m.TxnRequests {

@@ -29,6 +29,7 @@ type benchRun struct {
 	produce, consume       time.Duration
 	produceIdem            time.Duration // --idempotent
 	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
+	produceIdemCPU         time.Duration // --idempotent: the same for its produce
 	latencyRecords         int
 	p50, p99, p999, max    float64 // milliseconds
 }
@@ -62,18 +63,21 @@ func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *p
 	if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("produce: %w", err))
 	}
+	r.produceCPU = processCPU() - cpu0
 	if cfg.idempotent {
 		itgt := tgt
 		itgt.idem = true
+		cpu := processCPU()
 		if r.produceIdem, err = benchProduce(cfg, itgt, topic+"-idempotent", bar); err != nil {
 			return r, failErr(fmt.Errorf("idempotent produce: %w", err))
 		}
+		r.produceIdemCPU = processCPU() - cpu
 	}
 	cpu1 := processCPU()
 	if r.consume, err = benchConsume(cfg, tgt, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("consume: %w", err))
 	}
-	r.produceCPU, r.consumeCPU = cpu1-cpu0, processCPU()-cpu1
+	r.consumeCPU = processCPU() - cpu1
 	if cfg.latencySeconds > 0 {
 		if err := r.measureLatency(cfg, tgt, topic+"-latency"); err != nil {
 			return r, err

@@ -24,9 +24,10 @@ import (
 
 // txnFigures are one run's transactions-phase measurements.
 type txnFigures struct {
-	produce, produceCPU            time.Duration
-	readCommitted, readUncommitted time.Duration
-	requests                       []TxnRequestFigures
+	produce, produceCPU                  time.Duration
+	readCommitted, readUncommitted       time.Duration
+	readCommittedCPU, readUncommittedCPU time.Duration
+	requests                             []TxnRequestFigures
 }
 
 // benchTxnRun runs the transactions phase on topic (run: the run's number,
@@ -40,15 +41,20 @@ func benchTxnRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run int) 
 	}
 	f.produceCPU = processCPU() - cpu0
 	consume := []struct {
-		iso  kgo.IsolationLevel
-		name string
-		d    *time.Duration
-	}{{kgo.ReadCommitted(), "read_committed", &f.readCommitted}, {kgo.ReadUncommitted(), "read_uncommitted", &f.readUncommitted}}
+		iso    kgo.IsolationLevel
+		name   string
+		d, cpu *time.Duration
+	}{
+		{kgo.ReadCommitted(), "read_committed", &f.readCommitted, &f.readCommittedCPU},
+		{kgo.ReadUncommitted(), "read_uncommitted", &f.readUncommitted, &f.readUncommittedCPU},
+	}
 	for i := range consume {
 		c := consume[(i+run)%len(consume)]
+		cpu := processCPU()
 		if *c.d, err = benchTxnConsume(cfg, tgt, topic, c.iso); err != nil {
 			return f, failErr(fmt.Errorf("%s consume: %w", c.name, err))
 		}
+		*c.cpu = processCPU() - cpu
 	}
 	return f, nil
 }
