@@ -48,13 +48,14 @@ Each run creates a new one-partition topic (CreateTopics) and:
   transactions (--transactions N) the same records again to a third topic by a
            transactional producer (acks=all, as transactions need), N records
            per transaction (Begin, N Produce, Flush, commit), after one
-           warm-up transaction of the W warm-up records (not timed), timed
+           warm-up transaction of the W warm-up records (not timed), right
+           after the plain (and idempotent) produce of the run, timed
            from the first Begin to the last commit and compared with the
            run's plain produce (issue 19's floor: 0.7 of it with N = 1000),
            with the producer's requests per transaction and their mean round
-           trips; then read twice by new consumers, at read_committed and
-           read_uncommitted (which goes first alternates from run to run),
-           and compared (floor: 0.9).
+           trips; then, after the run's other phases, read twice by new
+           consumers, at read_committed and read_uncommitted (which goes
+           first alternates from run to run), and compared (floor: 0.9).
 The topics are created with segment.bytes=--segment-bytes when given (rolls
 during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
@@ -418,17 +419,17 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 			if err != nil {
 				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 			}
-			r, err := benchBrokerRun(cfg, tg.tgt, fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), bar)
+			topic := fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+			r, err := benchBrokerRun(cfg, tg.tgt, topic, bar)
 			if err != nil {
 				return nil, boot, err
 			}
 			tg.acc.add(cfg, r, l)
 			if cfg.transactions > 0 {
-				tf, err := benchTxnRun(cfg, tg.tgt, fmt.Sprintf("%s-%s%s-%d-%d-txn", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), run)
-				if err != nil {
+				if err := benchTxnRead(cfg, tg.tgt, topic+"-txn", run, &r.txn); err != nil {
 					return nil, boot, err
 				}
-				tg.acc.addTxn(cfg, r, tf)
+				tg.acc.addTxn(cfg, r, r.txn)
 			}
 		}
 	}

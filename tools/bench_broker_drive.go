@@ -30,6 +30,7 @@ type benchRun struct {
 	produceIdem            time.Duration // --idempotent
 	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
 	produceIdemCPU         time.Duration // --idempotent: the same for its produce
+	txn                    txnFigures    // --transactions
 	latencyRecords         int
 	p50, p99, p999, max    float64 // milliseconds
 }
@@ -54,7 +55,9 @@ func brokerTarget(boot string) benchTarget {
 	return benchTarget{seeds: []string{boot}, acks: kgo.LeaderAck(), rf: 1}
 }
 
-// benchBrokerRun produces and consumes cfg.records on topic, then measures
+// benchBrokerRun produces and consumes cfg.records on topic (with
+// --idempotent and --transactions, produces them also to
+// topic+"-idempotent" and topic+"-txn", right after), then measures
 // latency on topic+"-latency".
 func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (benchRun, error) {
 	var r benchRun
@@ -72,6 +75,11 @@ func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *p
 			return r, failErr(fmt.Errorf("idempotent produce: %w", err))
 		}
 		r.produceIdemCPU = processCPU() - cpu
+	}
+	if cfg.transactions > 0 {
+		if err := benchTxnProduceTimed(cfg, tgt, topic+"-txn", &r.txn); err != nil {
+			return r, err
+		}
 	}
 	cpu1 := processCPU()
 	if r.consume, err = benchConsume(cfg, tgt, topic, bar); err != nil {

@@ -15,8 +15,9 @@ import (
 // commit), after one warm-up transaction of the run's warm-up records that
 // is not timed (as the plain produce's warm-up: the client's metadata,
 // FindCoordinator, InitProducerId, and on the first run the creation of
-// __transaction_state); then read back twice from the first measured
-// record by new consumers, at isolation level read_committed and
+// __transaction_state), right after the run's plain (and idempotent)
+// produce; then, after the run's other phases, read back twice from the
+// first measured record by new consumers, at isolation level read_committed and
 // read_uncommitted, the first of the two alternating from run to run. Its
 // figures are compared with the run's non-transactional produce and with
 // each other; the producer's requests per transaction and their round
@@ -30,16 +31,25 @@ type txnFigures struct {
 	requests                             []TxnRequestFigures
 }
 
-// benchTxnRun runs the transactions phase on topic (run: the run's number,
-// which decides the consumers' order).
-func benchTxnRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run int) (txnFigures, error) {
-	var f txnFigures
-	var err error
+// benchTxnProduceTimed runs benchTxnProduce on topic and its process CPU
+// into f. benchBrokerRun calls it right after the plain (and idempotent)
+// produce, so that the ratio compares produces close in time on a shared
+// machine whose load drifts.
+func benchTxnProduceTimed(cfg benchBrokerConfig, tgt benchTarget, topic string, f *txnFigures) error {
 	cpu0 := processCPU()
+	var err error
 	if f.produce, f.requests, err = benchTxnProduce(cfg, tgt, topic); err != nil {
-		return f, failErr(fmt.Errorf("transactional produce: %w", err))
+		return failErr(fmt.Errorf("transactional produce: %w", err))
 	}
 	f.produceCPU = processCPU() - cpu0
+	return nil
+}
+
+// benchTxnRead reads topic's transactional records back into f at both
+// isolation levels (run: the run's number, which decides the consumers'
+// order).
+func benchTxnRead(cfg benchBrokerConfig, tgt benchTarget, topic string, run int, f *txnFigures) error {
+	var err error
 	consume := []struct {
 		iso    kgo.IsolationLevel
 		name   string
@@ -52,11 +62,11 @@ func benchTxnRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run int) 
 		c := consume[(i+run)%len(consume)]
 		cpu := processCPU()
 		if *c.d, err = benchTxnConsume(cfg, tgt, topic, c.iso); err != nil {
-			return f, failErr(fmt.Errorf("%s consume: %w", c.name, err))
+			return failErr(fmt.Errorf("%s consume: %w", c.name, err))
 		}
 		*c.cpu = processCPU() - cpu
 	}
-	return f, nil
+	return nil
 }
 
 // benchTxnProduce produces cfg.records in transactions of cfg.transactions
