@@ -41,15 +41,16 @@ Each run creates a new one-partition topic (CreateTopics) and:
            time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
-  idempotent  with --idempotent, after the produce phase: the N records again
+  idempotent  with --idempotent, next to the produce phase (the order of the
+           produces rotates from run to run): the N records again
            with an idempotent producer (acks=all, InitProducerId, sequence
            checks) to a topic of its own, reported beside the plain rate
            (issue 19's floor: 0.9 of it);
   transactions (--transactions N) the same records again to a third topic by a
            transactional producer (acks=all, as transactions need), N records
            per transaction (Begin, N Produce, Flush, commit), after one
-           warm-up transaction of the W warm-up records (not timed), right
-           after the plain (and idempotent) produce of the run, timed
+           warm-up transaction of the W warm-up records (not timed), next to
+           the plain (and idempotent) produce of the run, timed
            from the first Begin to the last commit and compared with the
            run's plain produce (issue 19's floor: 0.7 of it with N = 1000),
            with the producer's requests per transaction and their mean round
@@ -420,7 +421,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 			}
 			topic := fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
-			r, err := benchBrokerRun(cfg, tg.tgt, topic, bar)
+			r, err := benchBrokerRun(cfg, tg.tgt, topic, run, bar)
 			if err != nil {
 				return nil, boot, err
 			}

@@ -57,27 +57,37 @@ func brokerTarget(boot string) benchTarget {
 
 // benchBrokerRun produces and consumes cfg.records on topic (with
 // --idempotent and --transactions, produces them also to
-// topic+"-idempotent" and topic+"-txn", right after), then measures
-// latency on topic+"-latency".
-func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (benchRun, error) {
+// topic+"-idempotent" and topic+"-txn", the produces one after the other
+// in an order rotated by run, so that none of them is always the one
+// that runs first), then measures latency on topic+"-latency".
+func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run int, bar *progress) (benchRun, error) {
 	var r benchRun
 	var err error
-	cpu0 := processCPU()
-	if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
-		return r, failErr(fmt.Errorf("produce: %w", err))
-	}
-	r.produceCPU = processCPU() - cpu0
-	if cfg.idempotent {
-		itgt := tgt
-		itgt.idem = true
+	produces := []func() error{func() error {
 		cpu := processCPU()
-		if r.produceIdem, err = benchProduce(cfg, itgt, topic+"-idempotent", bar); err != nil {
-			return r, failErr(fmt.Errorf("idempotent produce: %w", err))
+		if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
+			return failErr(fmt.Errorf("produce: %w", err))
 		}
-		r.produceIdemCPU = processCPU() - cpu
+		r.produceCPU = processCPU() - cpu
+		return nil
+	}}
+	if cfg.idempotent {
+		produces = append(produces, func() error {
+			itgt := tgt
+			itgt.idem = true
+			cpu := processCPU()
+			if r.produceIdem, err = benchProduce(cfg, itgt, topic+"-idempotent", bar); err != nil {
+				return failErr(fmt.Errorf("idempotent produce: %w", err))
+			}
+			r.produceIdemCPU = processCPU() - cpu
+			return nil
+		})
 	}
 	if cfg.transactions > 0 {
-		if err := benchTxnProduceTimed(cfg, tgt, topic+"-txn", &r.txn); err != nil {
+		produces = append(produces, func() error { return benchTxnProduceTimed(cfg, tgt, topic+"-txn", &r.txn) })
+	}
+	for i := range produces {
+		if err := produces[(i+run)%len(produces)](); err != nil {
 			return r, err
 		}
 	}

@@ -15,8 +15,8 @@ import (
 // commit), after one warm-up transaction of the run's warm-up records that
 // is not timed (as the plain produce's warm-up: the client's metadata,
 // FindCoordinator, InitProducerId, and on the first run the creation of
-// __transaction_state), right after the run's plain (and idempotent)
-// produce; then, after the run's other phases, read back twice from the
+// __transaction_state), next to the run's plain (and idempotent) produce
+// (benchBrokerRun); then, after the run's other phases, read back twice from the
 // first measured record by new consumers, at isolation level read_committed and
 // read_uncommitted, the first of the two alternating from run to run. Its
 // figures are compared with the run's non-transactional produce and with
@@ -32,7 +32,7 @@ type txnFigures struct {
 }
 
 // benchTxnProduceTimed runs benchTxnProduce on topic and its process CPU
-// into f. benchBrokerRun calls it right after the plain (and idempotent)
+// into f. benchBrokerRun calls it next to the plain (and idempotent)
 // produce, so that the ratio compares produces close in time on a shared
 // machine whose load drifts.
 func benchTxnProduceTimed(cfg benchBrokerConfig, tgt benchTarget, topic string, f *txnFigures) error {
