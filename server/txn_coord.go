@@ -229,6 +229,11 @@ var txnMarkersHook func(ctx context.Context, s *Server) error
 // partition is local.
 type txnMarkers struct{ s *Server }
 
+// Local reports that a single node writes every marker itself (appends to
+// its own partitions): the coordinator completes a transaction before it
+// answers EndTxn.
+func (w txnMarkers) Local(txn.Markers) bool { return w.s.cl == nil }
+
 func (w txnMarkers) WriteMarkers(ctx context.Context, m txn.Markers) error {
 	if hook := txnMarkersHook; hook != nil {
 		if err := hook(ctx, w.s); err != nil {

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -41,16 +42,22 @@ Each run creates a new one-partition topic (CreateTopics) and:
            produced and consumed and a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
-  idempotent  with --idempotent, after the produce phase: the N records again
+  idempotent  with --idempotent, next to the produce phase (the order of the
+           produces rotates from run to run): the N records again
            with an idempotent producer (acks=all, InitProducerId, sequence
            checks) to a topic of its own, reported beside the plain rate
            (issue 19's floor: 0.9 of it);
   transactions (--transactions N) the same records again to a third topic by a
            transactional producer (acks=all, as transactions need), N records
-           per transaction (Begin, N Produce, Flush, commit), timed from the
-           first Begin to the last commit and compared with the run's plain
-           produce; then read from the start twice by new consumers, at
-           read_committed and read_uncommitted, and compared.
+           per transaction (Begin, N Produce, Flush, commit), after one
+           warm-up transaction of the W warm-up records (not timed), next to
+           the plain (and idempotent) produce of the run, timed
+           from the first Begin to the last commit and compared with the
+           run's plain produce (issue 19's floor: 0.7 of it with N = 1000),
+           with the producer's requests per transaction and their mean round
+           trips; then, after the run's other phases, read twice by new
+           consumers, at read_committed and read_uncommitted (which goes
+           first alternates from run to run), and compared (floor: 0.9).
 The topics are created with segment.bytes=--segment-bytes when given (rolls
 during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
@@ -201,6 +208,7 @@ type BenchBrokerFigures struct {
 	IdempotentProduceRecordsPerSec  float64   `json:"idempotent_produce_records_per_sec,omitempty"`
 	IdempotentVsPlain               float64   `json:"idempotent_vs_plain,omitempty"`
 	IdempotentProduceRecordsPerSecs []float64 `json:"idempotent_produce_records_per_sec_runs,omitempty"`
+	IdempotentProduceCPUSeconds     float64   `json:"idempotent_produce_cpu_seconds,omitempty"`
 	// The transactions phase (--transactions): its produce rate beside the
 	// run's non-transactional one, and read_committed beside
 	// read_uncommitted over the same records.
@@ -210,6 +218,15 @@ type BenchBrokerFigures struct {
 	TxnReadCommittedRecordsPerSec   float64 `json:"txn_read_committed_records_per_sec,omitempty"`
 	TxnReadUncommittedRecordsPerSec float64 `json:"txn_read_uncommitted_records_per_sec,omitempty"`
 	TxnReadCommittedVsUncommitted   float64 `json:"txn_read_committed_vs_uncommitted,omitempty"`
+	TxnProduceCPUSeconds            float64 `json:"txn_produce_cpu_seconds,omitempty"`
+	TxnReadCommittedCPUSeconds      float64 `json:"txn_read_committed_cpu_seconds,omitempty"`
+	TxnReadUncommittedCPUSeconds    float64 `json:"txn_read_uncommitted_cpu_seconds,omitempty"`
+	// Per run, the ratios the medians above are taken of.
+	TxnProduceVsPlainRuns             []float64 `json:"txn_produce_vs_plain_runs,omitempty"`
+	TxnReadCommittedVsUncommittedRuns []float64 `json:"txn_read_committed_vs_uncommitted_runs,omitempty"`
+	// The transactional producer's requests per transaction and their mean
+	// round trips, in the run of the median transactional rate.
+	TxnRequests []TxnRequestFigures `json:"txn_requests,omitempty"`
 }
 
 func runBenchBroker(c *cli.Context) error {
@@ -404,17 +421,17 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 			if err != nil {
 				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 			}
-			r, err := benchBrokerRun(cfg, tg.tgt, fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run), bar)
+			topic := fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+			r, err := benchBrokerRun(cfg, tg.tgt, topic, run, bar)
 			if err != nil {
 				return nil, boot, err
 			}
 			tg.acc.add(cfg, r, l)
 			if cfg.transactions > 0 {
-				tf, err := benchTxnRun(cfg, tg.tgt, fmt.Sprintf("%s-%s%s-%d-%d-txn", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run))
-				if err != nil {
+				if err := benchTxnRead(cfg, tg.tgt, topic+"-txn", run, &r.txn); err != nil {
 					return nil, boot, err
 				}
-				tg.acc.addTxn(cfg, r, tf)
+				tg.acc.addTxn(cfg, r, r.txn)
 			}
 		}
 	}
@@ -433,7 +450,8 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 // benchAcc collects one broker's runs.
 type benchAcc struct {
 	prodS, prodR, prodMB, consS, consR, consMB, prodCPU, consCPU, p50, p99, p999, pmax, lim, idemR []float64
-	txnR, txnVs, rcR, ruR, rcVs                                                                    []float64
+	txnR, txnVs, rcR, ruR, rcVs, txnCPU, idemCPU, rcCPU, ruCPU                                     []float64
+	txnReqs                                                                                        [][]TxnRequestFigures
 	latencyRecords                                                                                 int
 }
 
@@ -443,6 +461,8 @@ func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
 	rc, ru := float64(cfg.records)/tf.readCommitted.Seconds(), float64(cfg.records)/tf.readUncommitted.Seconds()
 	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.records)/r.produce.Seconds()))
 	a.rcR, a.ruR, a.rcVs = append(a.rcR, rc), append(a.ruR, ru), append(a.rcVs, rc/ru)
+	a.txnCPU, a.txnReqs = append(a.txnCPU, tf.produceCPU.Seconds()), append(a.txnReqs, tf.requests)
+	a.rcCPU, a.ruCPU = append(a.rcCPU, tf.readCommittedCPU.Seconds()), append(a.ruCPU, tf.readUncommittedCPU.Seconds())
 }
 
 func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
@@ -456,6 +476,7 @@ func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
 	if r.produceIdem > 0 {
 		a.idemR = append(a.idemR, float64(cfg.records)/r.produceIdem.Seconds())
+		a.idemCPU = append(a.idemCPU, r.produceIdemCPU.Seconds())
 	}
 	a.p50, a.p99, a.p999, a.pmax = append(a.p50, r.p50), append(a.p99, r.p99), append(a.p999, r.p999), append(a.pmax, r.max)
 	a.latencyRecords = r.latencyRecords
@@ -474,11 +495,17 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 		figs.IdempotentProduceRecordsPerSecs = append([]float64(nil), a.idemR...)
 		figs.IdempotentProduceRecordsPerSec = median(a.idemR)
 		figs.IdempotentVsPlain = figs.IdempotentProduceRecordsPerSec / figs.ProduceRecordsPerSec
+		figs.IdempotentProduceCPUSeconds = median(a.idemCPU)
 	}
 	if len(a.txnR) > 0 {
+		// Before the medians, which sort their input.
+		figs.TxnProduceVsPlainRuns, figs.TxnReadCommittedVsUncommittedRuns = append([]float64(nil), a.txnVs...), append([]float64(nil), a.rcVs...)
+		figs.TxnRequests = a.txnReqs[medianIndex(a.txnR)]
 		figs.TxnProduceRecordsPerSec, figs.TxnProduceVsPlain = median(a.txnR), median(a.txnVs)
 		figs.TxnReadCommittedRecordsPerSec, figs.TxnReadUncommittedRecordsPerSec = median(a.rcR), median(a.ruR)
 		figs.TxnReadCommittedVsUncommitted = median(a.rcVs)
+		figs.TxnProduceCPUSeconds = median(a.txnCPU)
+		figs.TxnReadCommittedCPUSeconds, figs.TxnReadUncommittedCPUSeconds = median(a.rcCPU), median(a.ruCPU)
 	}
 	figs.LimitLoopbackMBps = median(a.lim)
 	if figs.LimitLoopbackMBps > 0 {
@@ -540,8 +567,8 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "    produce  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ProduceRecordsPerSec, m.ProduceMBps, m.LimitLoopbackMBps, m.ProduceVsLimit)
 		if m.IdempotentProduceRecordsPerSec > 0 {
-			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f\n",
-				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain)
+			fmt.Fprintf(w, "    produce  %12.0f records/s idempotent (acks=all)   ratio to plain %.3f   process CPU %.2f s (plain %.2f s)\n",
+				m.IdempotentProduceRecordsPerSec, m.IdempotentVsPlain, m.IdempotentProduceCPUSeconds, m.ProduceCPUSeconds)
 		}
 		fmt.Fprintf(w, "    consume  %12.0f records/s %9.1f MB/s   limit (loopback TCP) %9.1f MB/s   ratio %.3f\n",
 			m.ConsumeRecordsPerSec, m.ConsumeMBps, m.LimitLoopbackMBps, m.ConsumeVsLimit)
@@ -556,11 +583,31 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 				m.TxnRecordsPerTxn, m.TxnProduceRecordsPerSec, m.TxnProduceVsPlain)
 			fmt.Fprintf(w, "      consume read_committed %12.0f records/s   read_uncommitted %12.0f records/s   ratio %.3f\n",
 				m.TxnReadCommittedRecordsPerSec, m.TxnReadUncommittedRecordsPerSec, m.TxnReadCommittedVsUncommitted)
+			fmt.Fprintf(w, "      runs: produce ratio %s, read_committed ratio %s\n",
+				fmtRatios(m.TxnProduceVsPlainRuns), fmtRatios(m.TxnReadCommittedVsUncommittedRuns))
+			fmt.Fprintf(w, "      process CPU: produce %.2f s (plain %.2f s), read_committed %.2f s, read_uncommitted %.2f s\n",
+				m.TxnProduceCPUSeconds, m.ProduceCPUSeconds, m.TxnReadCommittedCPUSeconds, m.TxnReadUncommittedCPUSeconds)
+			if len(m.TxnRequests) > 0 {
+				fmt.Fprintf(w, "      per transaction:")
+				for _, r := range m.TxnRequests {
+					fmt.Fprintf(w, " %s %.2f x %.3f ms;", r.Request, r.PerTxn, r.MsPerRequest)
+				}
+				fmt.Fprintln(w)
+			}
 		}
 	}
 	for _, o := range res.MetricsOnVsOff {
 		fmt.Fprintf(w, "  metrics on / off (validation %s): produce %.3f, consume %.3f (median records/s, runs alternating)\n", o.Validation, o.Produce, o.Consume)
 	}
+}
+
+// fmtRatios formats per-run ratios.
+func fmtRatios(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = strconv.FormatFloat(r, 'f', 3, 64)
+	}
+	return strings.Join(parts, " ")
 }
 
 // loadAvg1 is the 1-minute load average, or 0 when unknown.

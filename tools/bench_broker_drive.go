@@ -30,6 +30,8 @@ type benchRun struct {
 	produce, consume       time.Duration
 	produceIdem            time.Duration // --idempotent
 	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
+	produceIdemCPU         time.Duration // --idempotent: the same for its produce
+	txn                    txnFigures    // --transactions
 	latencyRecords         int
 	p50, p99, p999, max    float64 // milliseconds
 	// ackP50, ackP99, ackP999: the latency records' acknowledgements
@@ -57,27 +59,47 @@ func brokerTarget(boot string) benchTarget {
 	return benchTarget{seeds: []string{boot}, acks: kgo.LeaderAck(), rf: 1}
 }
 
-// benchBrokerRun produces and consumes cfg.records on topic, then measures
-// latency on topic+"-latency".
-func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *progress) (benchRun, error) {
+// benchBrokerRun produces and consumes cfg.records on topic (with
+// --idempotent and --transactions, produces them also to
+// topic+"-idempotent" and topic+"-txn", the produces one after the other
+// in an order rotated by run, so that none of them is always the one
+// that runs first), then measures latency on topic+"-latency".
+func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run int, bar *progress) (benchRun, error) {
 	var r benchRun
 	var err error
-	cpu0 := processCPU()
-	if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
-		return r, failErr(fmt.Errorf("produce: %w", err))
-	}
+	produces := []func() error{func() error {
+		cpu := processCPU()
+		if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
+			return failErr(fmt.Errorf("produce: %w", err))
+		}
+		r.produceCPU = processCPU() - cpu
+		return nil
+	}}
 	if cfg.idempotent {
-		itgt := tgt
-		itgt.idem = true
-		if r.produceIdem, err = benchProduce(cfg, itgt, topic+"-idempotent", bar); err != nil {
-			return r, failErr(fmt.Errorf("idempotent produce: %w", err))
+		produces = append(produces, func() error {
+			itgt := tgt
+			itgt.idem = true
+			cpu := processCPU()
+			if r.produceIdem, err = benchProduce(cfg, itgt, topic+"-idempotent", bar); err != nil {
+				return failErr(fmt.Errorf("idempotent produce: %w", err))
+			}
+			r.produceIdemCPU = processCPU() - cpu
+			return nil
+		})
+	}
+	if cfg.transactions > 0 {
+		produces = append(produces, func() error { return benchTxnProduceTimed(cfg, tgt, topic+"-txn", &r.txn) })
+	}
+	for i := range produces {
+		if err := produces[(i+run)%len(produces)](); err != nil {
+			return r, err
 		}
 	}
 	cpu1 := processCPU()
 	if r.consume, err = benchConsume(cfg, tgt, topic, bar); err != nil {
 		return r, failErr(fmt.Errorf("consume: %w", err))
 	}
-	r.produceCPU, r.consumeCPU = cpu1-cpu0, processCPU()-cpu1
+	r.consumeCPU = processCPU() - cpu1
 	if cfg.latencySeconds > 0 {
 		if err := r.measureLatency(cfg, tgt, topic+"-latency"); err != nil {
 			return r, err

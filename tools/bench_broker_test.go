@@ -173,8 +173,9 @@ func TestBenchBrokerMetricsBoth(t *testing.T) {
 }
 
 // TestBenchBrokerTransactions runs the transactions phase small: 2,500
-// records in transactions of 1,000 (the last one of 500), read back at
-// both isolation levels, and its figures in the JSON.
+// records in transactions of 1,000 (the last one of 500) after a warm-up
+// transaction, read back at both isolation levels, and its figures in the
+// JSON, with the producer's requests per transaction.
 func TestBenchBrokerTransactions(t *testing.T) {
 	out, errOut, code := run(t, "bench", "broker", "--records", "2500", "--runs", "1", "--latency-seconds", "0",
 		"--validation", "header", "--transactions", "1000", "--json")
@@ -189,5 +190,17 @@ func TestBenchBrokerTransactions(t *testing.T) {
 	if m.TxnRecordsPerTxn != 1000 || m.TxnProduceRecordsPerSec <= 0 || m.TxnProduceVsPlain <= 0 ||
 		m.TxnReadCommittedRecordsPerSec <= 0 || m.TxnReadUncommittedRecordsPerSec <= 0 || m.TxnReadCommittedVsUncommitted <= 0 {
 		t.Fatalf("transactions figures: %+v", m)
+	}
+	if len(m.TxnProduceVsPlainRuns) != 1 || len(m.TxnReadCommittedVsUncommittedRuns) != 1 || m.TxnProduceCPUSeconds <= 0 {
+		t.Fatalf("per-run transactions figures: %+v", m)
+	}
+	// The three measured transactions (the warm-up one left out) each
+	// sent one EndTxn.
+	reqs := map[string]float64{}
+	for _, r := range m.TxnRequests {
+		reqs[r.Request] = r.PerTxn
+	}
+	if reqs["EndTxn"] != 1 || reqs["AddPartitionsToTxn"] < 1 || reqs["Produce"] < 1 {
+		t.Fatalf("requests per transaction: %+v", m.TxnRequests)
 	}
 }

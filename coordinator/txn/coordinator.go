@@ -40,6 +40,17 @@ type MarkerWriter interface {
 	WriteMarkers(ctx context.Context, m Markers) error
 }
 
+// LocalMarkerWriter is a MarkerWriter that knows when it writes a job's
+// markers without a network round trip (every partition is led by this
+// broker: a single node). The coordinator then writes the markers and the
+// completion before it answers EndTxn, so the producer's next transaction
+// does not find the id still completing (CONCURRENT_TRANSACTIONS, which
+// clients answer with a backoff of tens of milliseconds).
+type LocalMarkerWriter interface {
+	MarkerWriter
+	Local(m Markers) bool
+}
+
 // IDAllocator hands out producer ids (the partition side's allocator).
 type IDAllocator interface {
 	Next(ctx context.Context) (int64, error)
@@ -299,7 +310,7 @@ func (c *Coordinator) Load(p, epoch int32, read func(yield func(key, value []byt
 	ps.loading = false
 	c.cfg.Log.Info("transaction state loaded", "partition", p, "epoch", epoch, "transactional_ids", len(loaded), "bad_records", bad, "to_complete", len(prepared))
 	for _, e := range prepared {
-		c.startCompletion(p, ps, e, e.m)
+		c.startCompletion(p, ps, e, e.m, markersOf(ps, e.m), false)
 	}
 	return nil
 }

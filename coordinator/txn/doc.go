@@ -17,7 +17,12 @@
 //	AddOffsetsToTxn    the same, with the group's __consumer_offsets partition
 //	EndTxn             Ongoing -> PrepareCommit|PrepareAbort, answered once
 //	                   written; then markers to every partition, then
-//	                   CompleteCommit|CompleteAbort (in the background)
+//	                   CompleteCommit|CompleteAbort (in the background;
+//	                   before the answer when the MarkerWriter is a
+//	                   LocalMarkerWriter whose partitions are all local, a
+//	                   single node, so the producer's next transaction does
+//	                   not meet CONCURRENT_TRANSACTIONS; what fails then is
+//	                   left to the background, from the step that failed)
 //	timeout            Ongoing older than transaction.timeout.ms ->
 //	                   PrepareAbort with epoch+1 (AbortTimedOut)
 //	expiry             Empty|Complete* idle for transactional.id.expiration.ms

@@ -208,8 +208,59 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	if err := c.write(ctx, p, ps, e, next); err != nil {
 		return err
 	}
-	c.startCompletion(p, ps, e, next)
+	mk := markersOf(ps, next)
+	if lw, ok := c.markers.(LocalMarkerWriter); ok && lw.Local(mk) {
+		c.completeNow(p, ps, e, next, mk)
+		return nil
+	}
+	c.startCompletion(p, ps, e, next, mk, false)
 	return nil
+}
+
+// completeNow writes prepared's markers and then its completion before
+// EndTxn is answered (c.mu held on entry and on return; released
+// meanwhile). What fails is left to the background completion, which
+// retries from the step that failed: the transaction is prepared, so it
+// completes whatever the answer.
+func (c *Coordinator) completeNow(p int32, ps *partState, e *entry, prepared *Metadata, mk Markers) {
+	e.pending = true // nothing else happens to the id until it is complete
+	if len(mk.Partitions) > 0 {
+		c.mu.Unlock()
+		err := c.markers.WriteMarkers(c.ctx, mk)
+		c.mu.Lock()
+		if err != nil {
+			c.cfg.Log.Warn("writing transaction markers", "transactional_id", mk.TransactionalID, "attempt", 0, "error", err)
+			if c.stillOwned(p, ps) && e.m == prepared {
+				c.startCompletion(p, ps, e, prepared, mk, false)
+			}
+			return
+		}
+	}
+	if !c.stillOwned(p, ps) || e.m != prepared {
+		return
+	}
+	if err := c.write(c.ctx, p, ps, e, completed(prepared, mk.Commit, c.now())); err != nil && err != kerr.NotCoordinator {
+		c.startCompletion(p, ps, e, prepared, mk, true)
+	}
+}
+
+// markersOf is the markers job of prepared (PrepareCommit or
+// PrepareAbort) at ps's coordinator epoch.
+func markersOf(ps *partState, prepared *Metadata) Markers {
+	return Markers{TransactionalID: prepared.TransactionalID, ProducerID: prepared.ProducerID,
+		ProducerEpoch: prepared.ProducerEpoch, Commit: prepared.State == PrepareCommit,
+		CoordinatorEpoch: ps.epoch, Partitions: prepared.Partitions}
+}
+
+// completed is the CompleteCommit or CompleteAbort state that follows
+// prepared.
+func completed(prepared *Metadata, commit bool, now int64) *Metadata {
+	next := prepared.clone()
+	next.State, next.Partitions, next.UpdateMs = CompleteAbort, nil, now
+	if commit {
+		next.State = CompleteCommit
+	}
+	return next
 }
 
 // fenceAndAbort aborts e's Ongoing transaction on the coordinator's own
@@ -228,22 +279,19 @@ func (c *Coordinator) fenceAndAbort(ctx context.Context, p int32, ps *partState,
 	if err := c.write(ctx, p, ps, e, next); err != nil {
 		return err
 	}
-	c.startCompletion(p, ps, e, next)
+	c.startCompletion(p, ps, e, next, markersOf(ps, next), false)
 	return nil
 }
 
-// startCompletion writes the markers of prepared (PrepareCommit or
-// PrepareAbort) and then its completion, in the background, retrying
-// until done or the partition moves (c.mu held).
-func (c *Coordinator) startCompletion(p int32, ps *partState, e *entry, prepared *Metadata) {
+// startCompletion writes the markers mk of prepared (PrepareCommit or
+// PrepareAbort; unless markersDone) and then its completion, in the
+// background, retrying until done or the partition moves (c.mu held).
+func (c *Coordinator) startCompletion(p int32, ps *partState, e *entry, prepared *Metadata, mk Markers, markersDone bool) {
 	e.pending = true // nothing else happens to the id until it is complete
-	mk := Markers{TransactionalID: prepared.TransactionalID, ProducerID: prepared.ProducerID,
-		ProducerEpoch: prepared.ProducerEpoch, Commit: prepared.State == PrepareCommit,
-		CoordinatorEpoch: ps.epoch, Partitions: prepared.Partitions}
 	c.wg.Add(1)
 	run := func() {
 		defer c.wg.Done()
-		c.complete(p, ps, e, prepared, mk)
+		c.complete(p, ps, e, prepared, mk, markersDone)
 	}
 	if c.cfg.Go != nil {
 		c.cfg.Go(run)
@@ -258,9 +306,9 @@ func (c *Coordinator) stillOwned(p int32, ps *partState) bool {
 }
 
 // complete is the background half of a commit or abort.
-func (c *Coordinator) complete(p int32, ps *partState, e *entry, prepared *Metadata, mk Markers) {
+func (c *Coordinator) complete(p int32, ps *partState, e *entry, prepared *Metadata, mk Markers, markersDone bool) {
 	ctx := c.ctx
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; !markersDone; attempt++ {
 		if len(mk.Partitions) == 0 {
 			break
 		}
@@ -285,12 +333,7 @@ func (c *Coordinator) complete(p int32, ps *partState, e *entry, prepared *Metad
 			c.mu.Unlock()
 			return
 		}
-		next := prepared.clone()
-		next.State, next.Partitions, next.UpdateMs = CompleteAbort, nil, c.now()
-		if mk.Commit {
-			next.State = CompleteCommit
-		}
-		err := c.write(ctx, p, ps, e, next)
+		err := c.write(ctx, p, ps, e, completed(prepared, mk.Commit, c.now()))
 		if err != nil {
 			// write cleared pending; keep the id blocked while retrying.
 			e.pending = true
