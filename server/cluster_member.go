@@ -60,6 +60,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 		OnReregistered:               cl.reregistered,
 		OnTopicConfigChange:          cl.topicConfigsChanged,
 		Logger:                       cl.log.With("component", "cluster"),
+		Security:                     cl.security,
 	})
 	if err != nil {
 		if errors.Is(err, ErrInconsistentClusterID) {

@@ -482,6 +482,17 @@
 // goroutine, and closes the connection. A connection's principal is
 // User:ANONYMOUS, User:<certificate DN> or User:<SASL user>.
 //
+// Brokers connect to each other (replica fetchers, the controller's
+// requests, AlterPartition and ControlledShutdown) on
+// inter.broker.listener.name, or the listener named by
+// security.inter.broker.protocol, with its protocol (interbroker.go): TLS
+// trusting the listener's trust store and presenting its key store's
+// certificate, SASL with sasl.mechanism.inter.broker.protocol and the
+// username/password of the listener's JAAS config for that mechanism. With
+// ACLs on, that principal needs ClusterAction on the cluster (super.users,
+// as Kafka's documentation sets it up). A failed inter-broker
+// authentication is logged at error level by the fetcher and retried.
+//
 // Fetch under TLS cannot use sendfile: the regions are read into a pooled
 // 64 KiB buffer and written through the TLS connection (copyRegion).
 //

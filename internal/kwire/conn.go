@@ -32,6 +32,8 @@ type Options struct {
 	// (replica.fetch.response.max.bytes) so that catching up does not
 	// allocate and fault in a new buffer per fetch.
 	KeepBufferBytes int
+	// Security: TLS and SASL (zero: PLAINTEXT).
+	Security Security
 }
 
 // Conn is one connection to a broker. Its methods may be called from
@@ -42,6 +44,8 @@ type Conn struct {
 	max      int32
 	keep     int
 	addr     string
+
+	sessionLifetimeMs int64 // SASL's (KIP-368)
 
 	mu       sync.Mutex
 	corr     int32
@@ -96,6 +100,10 @@ func Dial(ctx context.Context, addr string, o Options) (*Conn, error) {
 	if o.ClientID != "" {
 		id := o.ClientID
 		c.clientID = &id
+	}
+	if err := c.secure(dctx, &o); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }
