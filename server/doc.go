@@ -466,7 +466,9 @@
 // Each listener speaks the protocol listener.security.protocol.map gives
 // its name (security_config.go): PLAINTEXT; SSL and SASL_SSL wrap the
 // connection in crypto/tls (tls.go: TLS 1.2+, PEM key and trust stores,
-// ssl.client.auth, the key store reloaded when its file changes; the
+// ssl.client.auth, ssl.principal.mapping.rules (security.PrincipalMapper)
+// naming a client certificate's principal, the key store reloaded when its
+// file changes; the
 // handshake runs on the connection's goroutine within
 // connections.max.idle.ms, and a failed one closes the connection, logged);
 // SASL_PLAINTEXT and SASL_SSL start unauthenticated (sasl.go): only

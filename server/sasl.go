@@ -116,7 +116,7 @@ func (c *conn) startTLS() bool {
 	if !ok {
 		return true
 	}
-	p, err := tlsHandshake(tc, c.idleDeadline())
+	p, err := tlsHandshake(tc, c.idleDeadline(), c.s.sec.tls[c.listener].set.principals)
 	if err != nil {
 		c.log.Info("closing connection: TLS handshake failed", "listener", c.listener, "error", err)
 		return false

@@ -25,6 +25,7 @@ type tlsSettings struct {
 	clientAuth         tls.ClientAuthType
 	minVersion         uint16
 	maxVersion         uint16
+	principals         *security.PrincipalMapper // ssl.principal.mapping.rules
 }
 
 // tlsSettingsFor resolves and checks a listener's TLS properties without
@@ -46,9 +47,11 @@ func tlsSettingsFor(c *Config, listener string) (*tlsSettings, error) {
 	if g("ssl.key.password", "") != "" {
 		return nil, fmt.Errorf("ssl.key.password: encrypted private keys are not supported; keep the key unencrypted in a file only the broker can read")
 	}
-	if r := g("ssl.principal.mapping.rules", "DEFAULT"); strings.TrimSpace(r) != "DEFAULT" {
-		return nil, fmt.Errorf("ssl.principal.mapping.rules %q: only DEFAULT (the certificate's distinguished name) is supported", r)
+	mapper, err := security.ParsePrincipalMappingRules(g("ssl.principal.mapping.rules", "DEFAULT"))
+	if err != nil {
+		return nil, fmt.Errorf("ssl.principal.mapping.rules: %w", err)
 	}
+	s.principals = mapper
 	if s.keystoreLocation == "" && (s.keystoreChain == "" || s.keystoreKey == "") {
 		return nil, fmt.Errorf("a TLS listener needs ssl.keystore.location (PEM key and certificate chain) or ssl.keystore.certificate.chain with ssl.keystore.key")
 	}
@@ -209,16 +212,22 @@ func (lt *listenerTLS) load() (*tls.Config, string, error) {
 
 // tlsHandshake completes a TLS connection's handshake within the idle
 // deadline and returns the client's principal: User:<the certificate's
-// distinguished name> when it sent a verified certificate, else
-// User:ANONYMOUS (Kafka's DefaultKafkaPrincipalBuilder).
-func tlsHandshake(tc *tls.Conn, deadline time.Time) (string, error) {
+// distinguished name, mapped by ssl.principal.mapping.rules> when it sent
+// a verified certificate, else User:ANONYMOUS (Kafka's
+// DefaultKafkaPrincipalBuilder). A name no rule applies to fails the
+// connection (security.ErrNoMappingRule), as Kafka's NoMatchingRule does.
+func tlsHandshake(tc *tls.Conn, deadline time.Time, rules *security.PrincipalMapper) (string, error) {
 	_ = tc.SetDeadline(deadline)
 	if err := tc.Handshake(); err != nil {
 		return "", err
 	}
 	_ = tc.SetDeadline(time.Time{})
 	if pc := tc.ConnectionState().PeerCertificates; len(pc) > 0 {
-		return "User:" + pc[0].Subject.String(), nil
+		name, err := rules.Map(pc[0].Subject.String())
+		if err != nil {
+			return "", err
+		}
+		return "User:" + name, nil
 	}
 	return anonymousPrincipal, nil
 }
