@@ -27,6 +27,9 @@ var (
 	// certificate's distinguished name (the connection fails
 	// authentication, as Kafka's NoMatchingRule).
 	ErrNoMappingRule = errors.New("security: no ssl.principal.mapping.rules rule applies")
+	// ErrKeyPassword: an encrypted private key does not decrypt with
+	// ssl.key.password (a wrong password, or a corrupt key).
+	ErrKeyPassword = errors.New("security: the private key does not decrypt with ssl.key.password")
 )
 
 // ErrACL is stored ACL data that does not parse (Kafka's znode JSON or
