@@ -21,9 +21,11 @@ func configsCommand() *cli.Command {
 			"   strata configs --bootstrap-server HOST:PORT --describe --entity-type users [--entity-name U]",
 		Description: `The client salts the password (PBKDF2 with a random salt, as kafka-configs.sh
 does); the broker stores only the salted keys. Iterations: 4096-16384 (default
-4096). The client connects in PLAINTEXT (see strata acls).`,
+4096). --command-config FILE takes Kafka client properties (security.protocol,
+ssl.*, sasl.mechanism, sasl.jaas.config) to reach a TLS or SASL listener.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] (required)"},
+			commandConfigFlag(),
 			&cli.BoolFlag{Name: "alter"}, &cli.BoolFlag{Name: "describe"},
 			&cli.StringFlag{Name: "entity-type", Usage: "users"},
 			&cli.StringFlag{Name: "entity-name"},
@@ -35,7 +37,7 @@ does); the broker stores only the salted keys. Iterations: 4096-16384 (default
 }
 
 func runConfigs(c *cli.Context) error {
-	boot, user := c.String("bootstrap-server"), c.String("entity-name")
+	boot, user := c.String("bootstrap-server")+c.String("command-config"), c.String("entity-name")
 	switch {
 	case boot == "" || c.String("entity-type") != "users":
 		return usageErr("give --bootstrap-server and --entity-type users (the only entity type strata configs handles; topics: strata topics)")
@@ -44,7 +46,11 @@ func runConfigs(c *cli.Context) error {
 	case c.Bool("alter") && user == "":
 		return usageErr("--alter needs --entity-name")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.ClientID("strata-configs"))
+	cfg, err := clientFromFlags(c, "strata-configs")
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(cfg.kgoOpts()...)
 	if err != nil {
 		return failErr(err)
 	}
