@@ -125,3 +125,34 @@ func TestClientSubcommandsOverSASLSSL(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorOverSASLSSL: the mirror reads the source through its SASL_SSL
+// listener and writes the target through its SASL_SSL listener, both
+// secured by the properties of --consumer.config and --producer.config.
+func TestMirrorOverSASLSSL(t *testing.T) {
+	ca, store := testCA(t)
+	secure := func() (plainAddr, saslAddr string) {
+		s := startBroker(t, t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "group.initial.rebalance.delay.ms=0",
+			"ssl.keystore.type=PEM", "ssl.keystore.location="+store, "sasl.enabled.mechanisms=PLAIN",
+			`listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`)
+		return s.Addr().String(), s.ListenerAddr("SASL_SSL").String()
+	}
+	srcPlain, srcSASL := secure()
+	dstPlain, dstSASL := secure()
+	sec := "security.protocol=SASL_SSL\nssl.truststore.location=" + ca + "\nsasl.mechanism=PLAIN\n" +
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";` + "\n"
+	createTopic(t, srcPlain, "orders", 2)
+	sent := produceOrders(t, srcPlain, "orders", 200, 10, 2)
+	opts := testMirrorOptions(t, "", "", "orders")
+	if err := opts.consumerProperties(writeProps(t, "bootstrap.servers="+srcSASL+"\n"+sec)); err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.producerProperties(writeProps(t, "bootstrap.servers="+dstSASL+"\n"+sec)); err != nil {
+		t.Fatal(err)
+	}
+	r := startMirror(t, opts)
+	waitFor(t, 60*time.Second, "the target to hold every record", func() bool { return endOffsets(t, dstPlain, "orders") == int64(len(sent)) }, r.stderr.String)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("mirror: %v\n%s", err, r.stderr.String())
+	}
+}
