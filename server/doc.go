@@ -481,7 +481,11 @@
 // ZooKeeper, read at each authentication). A failure is answered
 // SASL_AUTHENTICATION_FAILED (v0 handshake: no answer) after
 // connection.failed.authentication.delay.ms on the connection's own
-// goroutine, and closes the connection. A connection's principal is
+// goroutine, and closes the connection. With connections.max.reauth.ms
+// (KIP-368) a successful SaslAuthenticate gives the session lifetime; an
+// authenticated connection may run SaslHandshake v1 and SaslAuthenticate
+// again with the same mechanism and principal, and one whose session ended
+// is closed at its next other request. A connection's principal is
 // User:ANONYMOUS, User:<certificate DN> or User:<SASL user>.
 //
 // Brokers connect to each other (replica fetchers, the controller's
