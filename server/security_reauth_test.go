@@ -34,11 +34,12 @@ func startReauth(t *testing.T, ms string, logs *logBuffer) *Server {
 }
 
 // TestReauthenticationKIP368: with connections.max.reauth.ms the
-// SaslAuthenticate response carries the session lifetime; franz-go
-// re-authenticates in place and keeps producing across several lifetimes;
-// a connection that does not re-authenticate is closed at its next
-// request after the lifetime (logged); a re-authentication as another
-// principal is refused and closes the connection.
+// SaslAuthenticate response carries the session lifetime; franz-go and
+// kwire (the brokers' connections) re-authenticate in place and keep
+// working across several lifetimes; a connection that does not
+// re-authenticate is closed at its next request after the lifetime
+// (logged); a re-authentication as another principal is refused and
+// closes the connection.
 func TestReauthenticationKIP368(t *testing.T) {
 	var logs logBuffer
 	s := startReauth(t, "1000", &logs)
@@ -63,18 +64,52 @@ func TestReauthenticationKIP368(t *testing.T) {
 		t.Fatal("franz-go's connection expired although it re-authenticates")
 	}
 
-	// kwire does not re-authenticate: its session ends
-	c, err := kwire.Dial(testCtx(t), addr, kwire.Options{Security: kwire.Security{SASL: mech}})
+	// kwire (the brokers' own connections) re-authenticates too
+	kc, err := kwire.Dial(testCtx(t), addr, kwire.Options{Security: kwire.Security{SASL: mech}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	if kc.SessionLifetimeMs() != 1000 {
+		t.Fatalf("session lifetime %d ms, want 1000", kc.SessionLifetimeMs())
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	before := strings.Count(logs.String(), "re-authenticated")
+	start = time.Now()
+	waitFor(t, 60*time.Second, "kwire requests across 2.5 session lifetimes", func() bool {
+		if _, err := kc.Request(testCtx(t), md); err != nil {
+			t.Fatalf("kwire request: %v", err)
+		}
+		return time.Since(start) > 2500*time.Millisecond && strings.Count(logs.String(), "re-authenticated") >= before+2
+	})
+
+	// a client that authenticates by hand and never again: closed after
+	// its session's end
+	c, err := kwire.Dial(testCtx(t), addr, kwire.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.SessionLifetimeMs() != 1000 {
-		t.Fatalf("session lifetime %d ms, want 1000", c.SessionLifetimeMs())
+	saslBy := func(c *kwire.Conn, user, pass string) *kmsg.SASLAuthenticateResponse {
+		t.Helper()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Version, hs.Mechanism = 1, "PLAIN"
+		if resp, err := c.Request(testCtx(t), hs); err != nil || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
+			t.Fatalf("handshake: %v %+v", err, resp)
+		}
+		au := kmsg.NewPtrSASLAuthenticateRequest()
+		au.Version, au.SASLAuthBytes = 1, []byte("\x00"+user+"\x00"+pass)
+		resp, err := c.Request(testCtx(t), au)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.SASLAuthenticateResponse)
+	}
+	if r := saslBy(c, "admin", "admin-secret"); r.ErrorCode != 0 || r.SessionLifetimeMillis != 1000 {
+		t.Fatalf("authenticate: %+v", r)
 	}
 	<-time.After(1100 * time.Millisecond) // past the session's end, whatever the load
-	md := kmsg.NewPtrMetadataRequest()
-	md.Version = 9
 	var reqErr error
 	for i := 0; i < 3 && reqErr == nil; i++ { // the first write may land before the close is seen
 		_, reqErr = c.Request(testCtx(t), md)
@@ -84,21 +119,16 @@ func TestReauthenticationKIP368(t *testing.T) {
 	}
 
 	// re-authenticating as alice on admin's connection
-	c2, err := kwire.Dial(testCtx(t), addr, kwire.Options{Security: kwire.Security{SASL: mech}})
+	c2, err := kwire.Dial(testCtx(t), addr, kwire.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Version, hs.Mechanism = 1, "PLAIN"
-	if resp, err := c2.Request(testCtx(t), hs); err != nil || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
-		t.Fatalf("re-authentication handshake: %v %+v", err, resp)
+	if r := saslBy(c2, "admin", "admin-secret"); r.ErrorCode != 0 {
+		t.Fatalf("authenticate: %+v", r)
 	}
-	au := kmsg.NewPtrSASLAuthenticateRequest()
-	au.Version, au.SASLAuthBytes = 1, []byte("\x00alice\x00alice-secret")
-	resp, err := c2.Request(testCtx(t), au)
-	if err != nil || resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != kerr.SaslAuthenticationFailed.Code {
-		t.Fatalf("re-authentication as alice: %v %+v", err, resp)
+	if r := saslBy(c2, "alice", "alice-secret"); r.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("re-authentication as alice: %+v", r)
 	}
 	if !strings.Contains(logs.String(), "cannot change principals during re-authentication") {
 		t.Fatal("the refused re-authentication is not logged")

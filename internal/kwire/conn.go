@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Options tune Dial. The zero value is usable.
@@ -46,6 +47,11 @@ type Conn struct {
 	addr     string
 
 	sessionLifetimeMs int64 // SASL's (KIP-368)
+	// KIP-368: the mechanism authenticated with, and when to authenticate
+	// again (zero: never); amu serializes the re-authentication
+	mech     sasl.Mechanism
+	amu      sync.Mutex
+	reauthAt time.Time
 
 	mu       sync.Mutex
 	corr     int32
@@ -125,6 +131,15 @@ func (c *Conn) Close() error {
 
 // Request sends req (at req.GetVersion()) and returns its response.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if err := c.maybeReauth(ctx); err != nil {
+		return nil, err
+	}
+	return c.request(ctx, req)
+}
+
+// request is Request without the re-authentication check (the SASL
+// exchange's own requests).
+func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
@@ -149,6 +164,9 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 // (the other inter-broker responses have no byte fields; kmsg copies
 // strings).
 func (c *Conn) Pipeline(ctx context.Context, reqs ...kmsg.Request) ([]kmsg.Response, error) {
+	if err := c.maybeReauth(ctx); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {

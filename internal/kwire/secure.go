@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -51,7 +52,7 @@ func (c *Conn) authenticate(ctx context.Context, mech sasl.Mechanism) error {
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version = 1
 	hs.Mechanism = mech.Name()
-	resp, err := c.Request(ctx, hs)
+	resp, err := c.request(ctx, hs)
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func (c *Conn) authenticate(ctx context.Context, mech sasl.Mechanism) error {
 		ar := kmsg.NewPtrSASLAuthenticateRequest()
 		ar.Version = 1
 		ar.SASLAuthBytes = out
-		resp, err := c.Request(ctx, ar)
+		resp, err := c.request(ctx, ar)
 		if err != nil {
 			return err
 		}
@@ -93,6 +94,32 @@ func (c *Conn) authenticate(ctx context.Context, mech sasl.Mechanism) error {
 		if done && len(out) > 0 {
 			return fmt.Errorf("%w: %s: the mechanism finished with a message left to send", ErrAuthentication, mech.Name())
 		}
+	}
+	if c.mech == nil { // set once, at Dial: read without a lock after
+		c.mech = mech
+	}
+	if c.sessionLifetimeMs > 0 {
+		// again at 85% of the lifetime, as Kafka's clients (KIP-368)
+		c.reauthAt = time.Now().Add(time.Duration(c.sessionLifetimeMs) * time.Millisecond * 85 / 100)
+	}
+	return nil
+}
+
+// maybeReauth authenticates again when the session is near its end
+// (KIP-368); a failure closes the connection.
+func (c *Conn) maybeReauth(ctx context.Context) error {
+	if c.mech == nil {
+		return nil
+	}
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	if c.reauthAt.IsZero() || time.Now().Before(c.reauthAt) {
+		return nil
+	}
+	c.reauthAt = time.Time{}
+	if err := c.authenticate(ctx, c.mech); err != nil {
+		c.Close()
+		return fmt.Errorf("re-authentication: %w", err)
 	}
 	return nil
 }
