@@ -11,6 +11,7 @@ import (
 	"crypto/sha512"
 	"crypto/x509"
 	"encoding/asn1"
+	"encoding/pem"
 	"fmt"
 	"hash"
 )
@@ -152,4 +153,40 @@ func DecryptPKCS8(der []byte, password string) ([]byte, error) {
 		return nil, ErrKeyPassword
 	}
 	return plain, nil
+}
+
+// DecryptPEMKey returns the PEM private key of a key store: with
+// ssl.key.password, its ENCRYPTED PRIVATE KEY block decrypted (PKCS#8
+// PBES2, DecryptPKCS8) as an unencrypted PRIVATE KEY block, as
+// Kafka's PEM key store reads it; without, the text as it is. An encrypted
+// key without the password, the password with an unencrypted key (Kafka
+// refuses it too) and OpenSSL's legacy encrypted PEM (Proc-Type header)
+// are errors that say so.
+func DecryptPEMKey(text []byte, password string) ([]byte, error) {
+	for rest := text; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+		if _, legacy := blk.Headers["Proc-Type"]; legacy {
+			return nil, fmt.Errorf("%w: the private key is in OpenSSL's legacy encrypted PEM form; convert it with `openssl pkcs8 -topk8 -v2 aes-256-cbc` (encrypted PKCS#8 and ssl.key.password)", ErrPEM)
+		}
+		switch blk.Type {
+		case "ENCRYPTED PRIVATE KEY":
+			if password == "" {
+				return nil, fmt.Errorf("%w: the private key is encrypted: set ssl.key.password", ErrPEM)
+			}
+			der, err := DecryptPKCS8(blk.Bytes, password)
+			if err != nil {
+				return nil, fmt.Errorf("ssl.key.password: %w", err)
+			}
+			return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+		case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
+			if password != "" {
+				return nil, fmt.Errorf("%w: ssl.key.password is set but the private key is not encrypted (Kafka reads an encrypted PKCS#8 key then)", ErrPEM)
+			}
+			return text, nil
+		}
+	}
+	return text, nil
 }
