@@ -272,7 +272,7 @@ func clientFromFlags(c *cli.Context, defaultID string) (*clientConfig, error) {
 		cfg.bootstrap = splitServers(bs)
 	}
 	if len(cfg.bootstrap) == 0 {
-		return nil, usageErr("--bootstrap-server is required (or bootstrap.servers in --command-config)")
+		return nil, usageErr("--bootstrap-server must be specified (or bootstrap.servers in --command-config)")
 	}
 	return cfg, nil
 }
