@@ -241,8 +241,9 @@
 //
 // Then the Member runs, on its own goroutines: the event loop (below), a
 // pump of session events into it, the config change listener, and the
-// callbacks (OnControllerChange, OnReregistered, OnTopicConfigChange),
-// called in order on a goroutine of their own. Nothing of this runs on the
+// callbacks (OnControllerChange, OnReregistered, OnTopicConfigChange,
+// OnBrokerConfigChange, OnEntityConfigChange), called in order on a
+// goroutine of their own. Nothing of this runs on the
 // broker's request paths: BrokerID, ClusterID, BrokerEpoch (the
 // registration's czxid, 0 while unregistered), ControllerID (-1: none) and
 // IsController read atomics. AlterPartition, ControlledShutdown and
@@ -265,8 +266,12 @@
 // ZkNodeChangeNotificationListener: the children of /config/changes are
 // processed in sequence order, each once (at start every existing one);
 // for entity type topics the topic names go to OnTopicConfigChange and,
-// read from /config/topics/T, to the controller as TopicConfigChanged; a
-// malformed notification is logged and skipped. Notifications are deleted
+// read from /config/topics/T, to the controller as TopicConfigChanged; for
+// entity type brokers the names (an id or <default>) go to
+// OnBrokerConfigChange, which is also called once with none at start;
+// other entities' paths (users/U, users/U/clients/C, clients/C) go to
+// OnEntityConfigChange; a malformed notification is logged and skipped.
+// Notifications are deleted
 // once ConfigChangeExpiration (15 min) old, counted from when this broker
 // first listed them (the ZK interface has no ctime).
 //

@@ -67,10 +67,17 @@ type MemberConfig struct {
 	// registered again, with its new broker epoch (the server reconciles:
 	// its replicas get a new LeaderAndIsr from the controller anyway);
 	// OnTopicConfigChange with topics whose /config/topics/T changed, in
-	// notification order.
-	OnControllerChange  func(controllerID int32)
-	OnReregistered      func(brokerEpoch int64)
-	OnTopicConfigChange func(topics []string)
+	// notification order; OnBrokerConfigChange with the names (a broker id
+	// or <default>) whose /config/brokers/<name> changed, and once with
+	// none at start (the broker reads its dynamic configs then);
+	// OnEntityConfigChange likewise with the other entities' paths below
+	// /config (users/U, users/U/clients/C, clients/C: client quotas and
+	// SCRAM credentials).
+	OnControllerChange   func(controllerID int32)
+	OnReregistered       func(brokerEpoch int64)
+	OnTopicConfigChange  func(topics []string)
+	OnBrokerConfigChange func(names []string)
+	OnEntityConfigChange func(entityPaths []string)
 	// Logger gets the state-change log (nil: slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock of timestamps and of the config notification purge

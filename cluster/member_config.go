@@ -22,8 +22,13 @@ type configListener struct {
 	now  func() time.Time
 	last int64                // sequence number of the last notification processed, -1 for none
 	seen map[string]time.Time // when each listed notification was first seen
-	// topics gets the topics of the notifications processed, in order.
-	topics func([]string)
+	// topics gets the topics of the notifications processed, in order;
+	// brokers the broker entity names (an id or <default>).
+	topics  func([]string)
+	brokers func([]string)
+	// entities gets the other entities' paths below /config (users/U,
+	// users/U/clients/C, clients/C...), in order; nil: dropped.
+	entities func([]string)
 }
 
 // process handles the listed children of /config/changes; an error (a
@@ -50,7 +55,7 @@ func (l *configListener) process(kids []string) error {
 		}
 		return 0
 	})
-	var topics []string
+	var topics, brokers, entities []string
 	var err error
 	for _, n := range notes {
 		if n.seq <= l.last {
@@ -71,6 +76,14 @@ func (l *configListener) process(kids []string) error {
 				if !slices.Contains(topics, cc.EntityName) {
 					topics = append(topics, cc.EntityName)
 				}
+			case cc.EntityType == ConfigTypeBroker:
+				if !slices.Contains(brokers, cc.EntityName) {
+					brokers = append(brokers, cc.EntityName)
+				}
+			default:
+				if p := cc.EntityPath(); !slices.Contains(entities, p) {
+					entities = append(entities, p)
+				}
 			}
 		}
 		if err != nil {
@@ -80,6 +93,12 @@ func (l *configListener) process(kids []string) error {
 	}
 	if len(topics) > 0 {
 		l.topics(topics)
+	}
+	if len(brokers) > 0 && l.brokers != nil {
+		l.brokers(brokers)
+	}
+	if len(entities) > 0 && l.entities != nil {
+		l.entities(entities)
 	}
 	l.purge(kids)
 	return err
@@ -125,7 +144,20 @@ func (m *Member) watchConfigChanges() {
 			if f := m.cfg.OnTopicConfigChange; f != nil {
 				m.notes.push(func() { f(ts) })
 			}
+		},
+		brokers: func(bs []string) {
+			if f := m.cfg.OnBrokerConfigChange; f != nil {
+				m.notes.push(func() { f(bs) })
+			}
+		},
+		entities: func(ps []string) {
+			if f := m.cfg.OnEntityConfigChange; f != nil {
+				m.notes.push(func() { f(ps) })
+			}
 		}}
+	if f := m.cfg.OnBrokerConfigChange; f != nil {
+		m.notes.push(func() { f(nil) })
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		kids, _, ch, err := m.zk.ChildrenW(ConfigChangesPath)

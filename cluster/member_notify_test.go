@@ -276,3 +276,41 @@ func TestMemberUncleanByConfigChange(t *testing.T) {
 		return st != nil && st.Leader == 2 && slices.Equal(st.ISR, []int32{2})
 	})
 }
+
+// TestMemberEntityConfigChanges: notifications for users and clients
+// entities (client quotas, SCRAM credentials) reach OnEntityConfigChange
+// with their paths below /config, in order, and not OnTopicConfigChange.
+func TestMemberEntityConfigChanges(t *testing.T) {
+	srv := zksim.NewServer(zksim.Options{})
+	h := srv.Connect()
+	defer h.Close()
+	admin := cluster.NewAdmin(h)
+	if err := cluster.EnsurePersistentPaths(h, time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var entities, topics []string
+	b := startTestBroker(t, 1)
+	cfg := memberConfig(t, srv.Connect(), b)
+	cfg.OnTopicConfigChange = func(ts []string) { mu.Lock(); topics = append(topics, ts...); mu.Unlock() }
+	cfg.OnEntityConfigChange = func(ps []string) { mu.Lock(); entities = append(entities, ps...); mu.Unlock() }
+	startMember(t, cfg)
+	if err := admin.ChangeEntityConfig(cluster.ConfigTypeClient, "c1", map[string]string{"producer_byte_rate": "1024"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Create("/config/users/alice", nil, cluster.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Create("/config/users/alice/clients", nil, cluster.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ChangeEntityConfig(cluster.ConfigTypeUser, "alice/clients/<default>", map[string]string{"request_percentage": "50.0"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the entity notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(entities) >= 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"clients/c1", "users/alice/clients/<default>"}; !slices.Equal(entities, want) || len(topics) != 0 {
+		t.Fatalf("entities %v topics %v, want %v and none", entities, topics, want)
+	}
+}

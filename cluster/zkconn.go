@@ -69,7 +69,7 @@ func DialZK(cfg ZKConfig) (*ZKConn, error) {
 			ErrNoSession, strings.Join(servers, ","), c.ConnectionTimeout)
 	}
 	if chroot != "" {
-		if err := z.makeChroot(); err != nil {
+		if err := z.makeChroot(time.Now().Add(c.ConnectionTimeout)); err != nil {
 			z.Close()
 			return nil, err
 		}
@@ -78,15 +78,26 @@ func DialZK(cfg ZKConfig) (*ZKConn, error) {
 }
 
 // makeChroot creates every missing component of the chroot (Kafka's
-// KafkaServer.initZkClient does the same before using it).
-func (z *ZKConn) makeChroot() error {
+// KafkaServer.initZkClient does the same before using it). A create whose
+// connection is lost is retried until deadline (the client reconnects by
+// itself; a create that did land then finds the node existing).
+func (z *ZKConn) makeChroot(deadline time.Time) error {
 	parts := strings.Split(z.chroot[1:], "/")
 	p := ""
 	for _, part := range parts {
 		p += "/" + part
-		_, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("cluster: creating chroot %s: %w", p, z.mapErr(p, err))
+		backoff := 20 * time.Millisecond
+		for {
+			_, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			err = z.mapErr(p, err)
+			if !errors.Is(err, ErrConnectionLoss) || time.Now().Add(backoff).After(deadline) {
+				return fmt.Errorf("cluster: creating chroot %s: %w", p, err)
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package cluster_test
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +189,57 @@ func TestZKConnSilentPartition(t *testing.T) {
 	}
 	if ev := waitEvent(t, z, cluster.SessionConnected); ev.SessionID == old || ev.SessionID == 0 {
 		t.Fatalf("new session 0x%x", ev.SessionID)
+	}
+}
+
+// cutOnWrite is a connection to ZooKeeper closed by the client side at its
+// n-th write (the first write is the session's connect request).
+type cutOnWrite struct {
+	net.Conn
+	n, writes int
+}
+
+func (c *cutOnWrite) Write(b []byte) (int, error) {
+	c.writes++
+	if c.writes == c.n {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(b)
+}
+
+// TestDialZKChrootConnectionLoss: the connection drops under the create of
+// a missing chroot (the first request after the session starts). DialZK
+// retries it over the reconnected session instead of failing the broker's
+// start (seen under load: TestClusterMinInsyncReplicas failed at start).
+func TestDialZKChrootConnectionLoss(t *testing.T) {
+	srv := zktest.Start(t)
+	var dials atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil || dials.Add(1) > 1 {
+			return c, err
+		}
+		return &cutOnWrite{Conn: c, n: 2}, nil
+	}
+	z, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr() + "/cut/chroot", SessionTimeout: 20 * time.Second,
+		ConnectionTimeout: 30 * time.Second, Dial: dial, Logger: quietLog})
+	if err != nil {
+		t.Fatalf("DialZK with the connection cut under the chroot's create: %v", err)
+	}
+	defer z.Close()
+	if dials.Load() < 2 {
+		t.Fatalf("%d dials: the connection was never cut", dials.Load())
+	}
+	if _, err := z.Create("/inside", nil, cluster.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	root, err := cluster.DialZK(cluster.ZKConfig{Connect: srv.Addr(), Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, _, err := root.Get("/cut/chroot/inside"); err != nil {
+		t.Fatalf("the node created inside the chroot: %v", err)
 	}
 }

@@ -76,6 +76,15 @@ type Config struct {
 	// AlterPartitionRetryMs is the pause before a failed AlterPartition
 	// request is sent again.
 	AlterPartitionRetryMs int64
+	// QuotaWindowNum is replication.quota.window.num and
+	// QuotaWindowSizeSeconds replication.quota.window.size.seconds: the
+	// samples of the replication throttles' rate (Quota).
+	QuotaWindowNum         int
+	QuotaWindowSizeSeconds int
+	// LeaderQuota and FollowerQuota, if set, are the Manager's replication
+	// throttles (the broker keeps them, to feed them topic configs from
+	// before the Manager exists); nil: new unbounded ones.
+	LeaderQuota, FollowerQuota *Quota
 	// OpenLog opens partition logs (required).
 	OpenLog LogOpener
 	// DeleteLog deletes a stopped partition's log (default: remove its
@@ -134,6 +143,18 @@ func (c Config) EnsureDefaults() Config {
 	if c.AlterPartitionRetryMs == 0 {
 		c.AlterPartitionRetryMs = DefaultAlterPartitionRetryMs
 	}
+	if c.QuotaWindowNum == 0 {
+		c.QuotaWindowNum = DefaultQuotaWindowNum
+	}
+	if c.QuotaWindowSizeSeconds == 0 {
+		c.QuotaWindowSizeSeconds = DefaultQuotaWindowSizeSeconds
+	}
+	if c.LeaderQuota == nil {
+		c.LeaderQuota = NewQuota(c.QuotaWindowNum, c.QuotaWindowSizeSeconds)
+	}
+	if c.FollowerQuota == nil {
+		c.FollowerQuota = NewQuota(c.QuotaWindowNum, c.QuotaWindowSizeSeconds)
+	}
 	if c.DeleteLog == nil {
 		c.DeleteLog = removeLogDir
 	}
@@ -156,6 +177,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: replica.fetch.wait.max.ms, replica.fetch.min.bytes and replica.fetch.backoff.ms must not be negative", ErrInvalidRequest)
 	case c.NumReplicaFetchers < 1:
 		return fmt.Errorf("%w: num.replica.fetchers %d must be positive", ErrInvalidRequest, c.NumReplicaFetchers)
+	case c.QuotaWindowNum < 1 || c.QuotaWindowSizeSeconds < 1:
+		return fmt.Errorf("%w: replication.quota.window.num and replication.quota.window.size.seconds must be positive", ErrInvalidRequest)
 	case c.OpenLog == nil:
 		return fmt.Errorf("%w: no log opener", ErrInvalidRequest)
 	}

@@ -28,6 +28,20 @@
 //     (FetchResponse, ListOffsetsResponse, AlterPartitionResponse), with an
 //     error when the request got no answer. Wake signals new work; Ready's
 //     NextMs tells when time alone makes some due.
+//   - Quota (quota.go) is a replication throttle, Kafka's
+//     ReplicationQuotaManager: a bound in bytes/s, the bytes of throttled
+//     partitions over replication.quota.window.num samples of
+//     replication.quota.window.size.seconds (the time counted as at least
+//     num-1 windows), and the throttled partitions. The Manager keeps two
+//     (LeaderQuota, FollowerQuota; Config may give them): Ready leaves a
+//     follower partition that is throttled and not caught up (the last
+//     answer did not bring it to the leader's high watermark) out of its
+//     Fetch while the follower quota is over its bound, NextMs being when
+//     it no longer is, and FetchResponse counts the bytes throttled
+//     partitions receive. The leader side is the broker's: it leaves the
+//     data of a throttled partition out of a response to a follower not in
+//     the ISR (Partition.InSync) while the leader quota is over its bound,
+//     and counts what it sends.
 //   - Runner (runner.go, runner_fetcher.go, runner_send.go) is the
 //     production edge: it sends what Ready asks over the Kafka protocol
 //     (internal/kwire) and hands every outcome back; see Runner below. The

@@ -25,6 +25,10 @@ const (
 type fetchState struct {
 	phase      fetchPhase
 	delayUntil int64 // replica.fetch.backoff.ms after an error
+	// inSync: the last answer brought the log to the leader's high
+	// watermark (Kafka's PartitionFetchState.isReplicaInSync, lag <= 0);
+	// such a replica is never throttled.
+	inSync bool
 }
 
 // MakeFollower makes the partition follow s.Leader (Kafka's makeFollower and
@@ -128,6 +132,20 @@ func (p *Partition) fetchPart(now int64) (kmsg.FetchRequestTopicPartition, int32
 	return part, p.leader, true
 }
 
+// followerThrottled tells whether the partition is to be left out of its
+// next fetch by the follower throttle q (Kafka's shouldFollowerThrottle): a
+// fetching follower not caught up, one of q's throttled partitions, while
+// q's rate is above its bound.
+func (p *Partition) followerThrottled(now int64, q *Quota) bool {
+	if !q.IsThrottled(p.tp) {
+		return false
+	}
+	p.mu.Lock()
+	fetching := p.role == RoleFollower && p.fetch.phase == phaseFetching && !p.fetch.inSync
+	p.mu.Unlock()
+	return fetching && q.Exceeded(now)
+}
+
 // fetchMatches tells whether an answer to a request for (leader, epoch,
 // offset) is still wanted (mu held): the partition still follows that
 // leader in that epoch from that offset. Answers to older requests are
@@ -203,6 +221,7 @@ func (p *Partition) handleFetchData(leader int32, req *kmsg.FetchRequestTopicPar
 			return p.fail(err)
 		}
 	}
+	p.fetch.inSync = leo >= resp.HighWatermark
 	if hw := max(min(resp.HighWatermark, leo), p.log.LogStartOffset()); hw != p.hw {
 		p.hw = hw
 		p.wake()

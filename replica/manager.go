@@ -38,6 +38,9 @@ type Manager struct {
 	alterSent       []alterSent
 	alterRetryAt    int64
 	nextShrinkMs    int64
+	// leaderQuota and followerQuota are the replication throttles (Kafka's
+	// ReplicationQuotaManager for LEADER and FOLLOWER).
+	leaderQuota, followerQuota *Quota
 
 	wakeMu sync.Mutex // guards wakeCh and woken only
 	wakeCh chan struct{}
@@ -69,8 +72,24 @@ func NewManager(cfg Config) (*Manager, error) {
 		endpoints:       map[int32]Endpoint{},
 		fetching:        map[FetchTarget]bool{},
 		listing:         map[int32]bool{},
+		leaderQuota:     cfg.LeaderQuota,
+		followerQuota:   cfg.FollowerQuota,
 	}, nil
 }
+
+// LeaderQuota is the throttle of what this broker sends followers as
+// leader (leader.replication.throttled.rate, the topics'
+// leader.replication.throttled.replicas naming this broker): the broker's
+// fetch serving asks it for the partitions ThrottleLeader names.
+func (m *Manager) LeaderQuota() *Quota { return m.leaderQuota }
+
+// FollowerQuota is the throttle of this broker's follower fetches
+// (follower.replication.throttled.rate, the topics'
+// follower.replication.throttled.replicas naming this broker): Ready
+// leaves a throttled partition that is not caught up out of its Fetch
+// while the quota is exceeded, and counts the bytes throttled partitions
+// receive.
+func (m *Manager) FollowerQuota() *Quota { return m.followerQuota }
 
 // Config is the manager's effective configuration.
 func (m *Manager) Config() Config { return m.cfg }

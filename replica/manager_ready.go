@@ -234,6 +234,10 @@ func (m *Manager) readyFetches(now int64, next *int64, only *FetchTarget) []Fetc
 		if only != nil && fid != only.Fetcher {
 			continue
 		}
+		if p.followerThrottled(now, m.followerQuota) {
+			earliest(next, now+max(m.followerQuota.WaitMs(now), 1)) // it fetches when the rate allows
+			continue
+		}
 		part, leader, ok := p.fetchPart(now)
 		if !ok {
 			earliest(next, p.delayedUntil(now))
@@ -318,6 +322,9 @@ func (m *Manager) FetchResponse(tgt FetchTarget, req *kmsg.FetchRequest, resp *k
 					p.fetchFailed(tgt.Broker, rp, now)
 				}
 				continue
+			}
+			if m.followerQuota.IsThrottled(p.tp) {
+				m.followerQuota.Record(int64(len(data.RecordBatches)), now)
 			}
 			if err := p.handleFetchData(tgt.Broker, rp, data, now); err != nil {
 				m.cfg.Logger.Warn("fetch data not applied", "topic", rt.Topic, "partition", rp.Partition, "err", err)

@@ -360,6 +360,14 @@ func (p *Partition) ISR() []int32 {
 	return slices.Clone(p.isr.committed)
 }
 
+// InSync tells whether broker id is in the committed ISR (Kafka's
+// isReplicaInSync: a replica the leader throttle never holds back).
+func (p *Partition) InSync(id int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.isr.committed, id)
+}
+
 // MaximalISR is the ISR the high watermark and acks=-1 count: the committed
 // one plus a member whose addition is pending (Kafka's maximal ISR).
 func (p *Partition) MaximalISR() []int32 {

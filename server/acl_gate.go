@@ -35,6 +35,7 @@ import (
 //	controller and replica requests  ClusterAction cluster
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials  Alter cluster
 //	DescribeCluster, DescribeAcls, DescribeUserScramCredentials      Describe cluster
+//	DescribeClientQuotas DescribeConfigs cluster; AlterClientQuotas AlterConfigs cluster
 //
 // A refused resource gets Kafka's error (TOPIC_, GROUP_,
 // CLUSTER_AUTHORIZATION_FAILED...) in its entry of the response, and the
@@ -481,6 +482,24 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 			res := kmsg.NewDeleteACLsResponseResult()
 			res.ErrorCode = clusterErr
 			resp.Results = append(resp.Results, res)
+		}
+		return &gate{deny: resp}, nil
+	case *kmsg.DescribeClientQuotasRequest:
+		return c.clusterGate(req, sec.OpDescribeConfigs), nil
+	case *kmsg.AlterClientQuotasRequest:
+		if c.clusterAllowed(sec.OpAlterConfigs) {
+			return nil, nil
+		}
+		resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+		for _, en := range r.Entries {
+			res := kmsg.NewAlterClientQuotasResponseEntry()
+			for _, p := range en.Entity {
+				re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				re.Type, re.Name = p.Type, p.Name
+				res.Entity = append(res.Entity, re)
+			}
+			res.ErrorCode = clusterErr
+			resp.Entries = append(resp.Entries, res)
 		}
 		return &gate{deny: resp}, nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

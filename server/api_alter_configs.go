@@ -11,7 +11,8 @@ import (
 // handleAlterConfigs answers AlterConfigs v0-2: a topic resource's overrides
 // are replaced by exactly the configs given (those left out return to the
 // broker default), checked, persisted in the topic table and applied to the
-// live logs. Broker configs are static: INVALID_REQUEST.
+// live logs. Broker configs are static (INVALID_REQUEST) but for the
+// dynamic ones of cluster mode (api_alter_broker_configs.go).
 func (s *Server) handleAlterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	resp.Default()
@@ -33,6 +34,9 @@ func (s *Server) handleAlterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response
 }
 
 func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest, rr *kmsg.AlterConfigsRequestResource, dup bool) (int16, string) {
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		return s.alterBrokerResource(rr.ResourceName, dup, req.ValidateOnly, replaceBrokerConfigs(rr))
+	}
 	if code, msg := s.checkAlterResource(rr.ResourceType, rr.ResourceName, dup); code != 0 {
 		return code, msg
 	}

@@ -55,6 +55,10 @@ func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) erro
 		topics, bytes, failed := s.readFetch(req)
 		remaining := time.Until(deadline)
 		if bytes >= int64(req.MinBytes) || failed || remaining <= 0 || s.closing.Load() {
+			if c.fetchThrottled(h, req, bytes) { // over a quota: an empty response (Kafka's getThrottledResponse)
+				releaseFetch(topics)
+				topics = nil
+			}
 			err := c.writeFetch(h, req, 0, topics)
 			releaseFetch(topics)
 			return err

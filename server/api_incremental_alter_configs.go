@@ -11,7 +11,8 @@ import (
 // handleIncrementalAlterConfigs answers IncrementalAlterConfigs v0-1 for
 // topic resources: SET, DELETE (back to the broker default), and APPEND /
 // SUBTRACT on list configs (cleanup.policy), applied to the topic's current
-// overrides, then checked, persisted and applied as AlterConfigs does.
+// overrides, then checked, persisted and applied as AlterConfigs does; in
+// cluster mode, SET and DELETE of the dynamic broker configs too.
 func (s *Server) handleIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	resp.Default()
@@ -33,6 +34,9 @@ func (s *Server) handleIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigs
 }
 
 func (s *Server) incrementalAlter(req *kmsg.IncrementalAlterConfigsRequest, rr *kmsg.IncrementalAlterConfigsRequestResource, dup bool) (int16, string) {
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		return s.alterBrokerResource(rr.ResourceName, dup, req.ValidateOnly, editBrokerConfigs(rr))
+	}
 	if code, msg := s.checkAlterResource(rr.ResourceType, rr.ResourceName, dup); code != 0 {
 		return code, msg
 	}

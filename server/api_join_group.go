@@ -49,7 +49,12 @@ func (s *Server) handleJoinGroup(c *conn, h *reqHeader, r *kmsg.JoinGroupRequest
 		s.groups.dropIfUnused(g)
 	}
 	g.mu.Unlock()
-	return fill(awaitGroup(res, wait, s.done, joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.MemberID}))
+	if wait != nil {
+		c.quotaParked(func() {
+			res = awaitGroup(res, wait, s.done, joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.MemberID})
+		})
+	}
+	return fill(res)
 }
 
 // awaitGroup returns res when the request completed at once (wait nil);

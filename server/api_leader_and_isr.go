@@ -33,6 +33,7 @@ func (s *Server) handleLeaderAndIsr(req *kmsg.LeaderAndISRRequest) kmsg.Response
 		return resp
 	}
 	cl.takeTopics(req)
+	cl.refreshThrottles(req)
 	refused := cl.refusePartitions(req)
 	resp := cl.rm.LeaderAndIsr(req, time.Now().UnixMilli())
 	for _, r := range refused {

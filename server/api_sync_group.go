@@ -8,7 +8,7 @@ import (
 // handleSyncGroup answers SyncGroup v0-5. Followers are parked until the
 // leader's assignment arrives; broker shutdown releases them with
 // COORDINATOR_NOT_AVAILABLE.
-func (s *Server) handleSyncGroup(r *kmsg.SyncGroupRequest) kmsg.Response {
+func (s *Server) handleSyncGroup(c *conn, r *kmsg.SyncGroupRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 	fill := func(res syncResult) kmsg.Response {
 		resp.ErrorCode = res.code
@@ -31,5 +31,8 @@ func (s *Server) handleSyncGroup(r *kmsg.SyncGroupRequest) kmsg.Response {
 	}
 	res, wait := g.sync(r)
 	g.mu.Unlock()
-	return fill(awaitGroup(res, wait, s.done, syncResult{code: kerr.CoordinatorNotAvailable.Code}))
+	if wait != nil {
+		c.quotaParked(func() { res = awaitGroup(res, wait, s.done, syncResult{code: kerr.CoordinatorNotAvailable.Code}) })
+	}
+	return fill(res)
 }

@@ -35,6 +35,9 @@ type clusterNode struct {
 	// security secures this broker's connections to the others (the
 	// inter-broker listener's protocol, interbroker.go).
 	security kwire.Security
+	// leaderQuota and followerQuota are the replication throttles, the
+	// Manager's (cluster_throttle.go feeds them).
+	leaderQuota, followerQuota *replica.Quota
 	// runner is the replica fetchers, set once join started them (the
 	// member's callbacks may run before).
 	runner atomic.Pointer[replica.Runner]
@@ -79,6 +82,8 @@ type clusterNode struct {
 func (s *Server) startCluster() error {
 	cfg := s.cfg
 	cl := &clusterNode{s: s, cfg: cfg, log: s.log, topicCfg: map[string]*topic{}, topicIDs: map[string][16]byte{}}
+	cl.leaderQuota = replica.NewQuota(int(cfg.Cluster.ReplicationQuotaWindowNum), int(cfg.Cluster.ReplicationQuotaWindowSizeSec))
+	cl.followerQuota = replica.NewQuota(int(cfg.Cluster.ReplicationQuotaWindowNum), int(cfg.Cluster.ReplicationQuotaWindowSizeSec))
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
 	cl.ctrlEpoch.Store(-1)
 	names := make([]string, len(cfg.Listeners))
@@ -178,6 +183,10 @@ func (cl *clusterNode) join() error {
 		ReplicaFetchMinBytes:         max(cc.ReplicaFetchMinBytes, 0),
 		ReplicaFetchBackoffMs:        int64(cc.ReplicaFetchBackoffMs),
 		NumReplicaFetchers:           int(cc.NumReplicaFetchers),
+		QuotaWindowNum:               int(cc.ReplicationQuotaWindowNum),
+		QuotaWindowSizeSeconds:       int(cc.ReplicationQuotaWindowSizeSec),
+		LeaderQuota:                  cl.leaderQuota,
+		FollowerQuota:                cl.followerQuota,
 		OpenLog:                      cl.openLog,
 		DeleteLog:                    cl.deleteLog,
 		OnTruncate:                   cl.onTruncate,

@@ -40,15 +40,24 @@ func (s *Server) handleFetchCluster(c *conn, h *reqHeader, req *kmsg.FetchReques
 	}()
 	for {
 		wake := cl.fetchWait(follower)
-		topics, bytes, failed := cl.readFetch(req, follower)
+		topics, bytes, failed, throttled := cl.readFetch(req, follower)
 		remaining := time.Until(deadline)
 		if bytes >= int64(req.MinBytes) || failed || remaining <= 0 || s.closing.Load() {
+			if c.fetchThrottled(h, req, bytes) { // over a quota: an empty response (Kafka's getThrottledResponse)
+				releaseFetch(topics)
+				topics = nil
+			}
 			err := c.writeFetch(h, req, 0, topics)
 			releaseFetch(topics)
 			return err
 		}
 		releaseFetch(topics)
 		fetchParks.Add(1)
+		if throttled > 0 {
+			// Read again when the leader throttle lets the partitions
+			// it held back through, not only at max wait.
+			remaining = min(remaining, throttled)
+		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 		} else {
@@ -78,8 +87,9 @@ func (cl *clusterNode) fetchWait(follower bool) <-chan struct{} {
 // readFetch reads every requested partition within the partition and
 // response byte limits (the smaller of max_bytes and fetch.max.bytes; the
 // first partition with data gets one whole batch, KIP-74). failed reports
-// a partition error or a divergence, which answer at once.
-func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics []fetchTopic, total int64, failed bool) {
+// a partition error or a divergence, which answer at once; throttled, when
+// the leader throttle held data back, how long until it lets it through.
+func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics []fetchTopic, total int64, failed bool, throttled time.Duration) {
 	remaining := max(min(int64(req.MaxBytes), int64(cl.cfg.FetchMaxBytes)), 0)
 	now := time.Now().UnixMilli()
 	im := cl.images.load()
@@ -119,6 +129,11 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 					failed = true
 				}
 				r = res.Records
+				if fp.code == 0 && r.Len > 0 && cl.leaderThrottled(p, req.ReplicaID, now) {
+					r.Release() // left out while over the leader throttle (Kafka's shouldLeaderThrottle)
+					r = segment.Region{}
+					throttled = time.Duration(max(cl.leaderQuota.WaitMs(now), 1)) * time.Millisecond
+				}
 			} else {
 				fp.code, r = cl.readCommitted(p, rt.Topic, rp, current, limit, req.Version)
 				fp.hw, fp.logStart = p.HighWatermark(), p.Log().LogStartOffset()
@@ -133,6 +148,9 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 				fp.region = r
 				total += r.Len
 				remaining -= r.Len
+				if follower && r.Len > 0 && cl.rm.LeaderQuota().IsThrottled(p.TopicPartition()) {
+					cl.rm.LeaderQuota().Record(r.Len, now)
+				}
 			}
 			ft.parts = append(ft.parts, fp)
 		}
@@ -141,7 +159,15 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 	if follower {
 		cl.hwMoved.signal() // the follower's progress may have moved high watermarks
 	}
-	return topics, total, failed
+	return topics, total, failed, throttled
+}
+
+// leaderThrottled tells whether follower's data of p is left out of this
+// response: p is one of the leader throttle's partitions, the follower is
+// not in its ISR, and the throttle's rate is above its bound.
+func (cl *clusterNode) leaderThrottled(p *replica.Partition, follower int32, now int64) bool {
+	q := cl.rm.LeaderQuota()
+	return q.IsThrottled(p.TopicPartition()) && !p.InSync(follower) && q.Exceeded(now)
 }
 
 // readCommitted is a consumer's read of one partition: the leader only,

@@ -33,6 +33,8 @@ type ClusterConfig struct {
 	ReplicaSocketTimeoutMs        int32 // replica.socket.timeout.ms (default 30000)
 	NumReplicaFetchers            int32 // num.replica.fetchers (default 1)
 	ReplicaHWCheckpointIntervalMs int64 // replica.high.watermark.checkpoint.interval.ms (default 5000)
+	ReplicationQuotaWindowNum     int32 // replication.quota.window.num (default 11)
+	ReplicationQuotaWindowSizeSec int32 // replication.quota.window.size.seconds (default 1)
 
 	// ReplicaSocketReceiveBufferBytes is replica.socket.receive.buffer.bytes,
 	// the fetchers' SO_RCVBUF (default 65536; -1: the OS's autotuning).
@@ -86,6 +88,8 @@ func defaultClusterConfig() ClusterConfig {
 		ReplicaSocketTimeoutMs:        30000,
 		NumReplicaFetchers:            replica.DefaultNumReplicaFetchers,
 		ReplicaHWCheckpointIntervalMs: 5000,
+		ReplicationQuotaWindowNum:     replica.DefaultQuotaWindowNum,
+		ReplicationQuotaWindowSizeSec: replica.DefaultQuotaWindowSizeSeconds,
 
 		ReplicaSocketReceiveBufferBytes: replica.DefaultReplicaSocketReceiveBufferBytes,
 

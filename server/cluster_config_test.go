@@ -24,6 +24,7 @@ func TestClusterConfigDefaults(t *testing.T) {
 		ReplicaFetchWaitMaxMs: 500, ReplicaFetchMinBytes: 1, ReplicaFetchBackoffMs: 1000, ReplicaSocketTimeoutMs: 30000,
 		ReplicaSocketReceiveBufferBytes: 65536,
 		NumReplicaFetchers:              1, ReplicaHWCheckpointIntervalMs: 5000,
+		ReplicationQuotaWindowNum: 11, ReplicationQuotaWindowSizeSec: 1,
 		ControlledShutdownEnable: true, ControlledShutdownMaxRetries: 3, ControlledShutdownRetryBackoffMs: 5000,
 		AutoLeaderRebalanceEnable: true, LeaderImbalancePerBrokerPercentage: 10, LeaderImbalanceCheckIntervalSeconds: 300,
 		ControllerSocketTimeoutMs:   30000,

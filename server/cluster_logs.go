@@ -67,6 +67,7 @@ func (cl *clusterNode) loadTopicConfig(name string) *topic {
 	}
 	t := &topic{name: name, configs: configs}
 	_ = cl.s.topics.applyTopicConfigs(t, lenient) // lenient: bad values are logged and skipped
+	cl.applyTopicThrottles(t)
 	cl.cfgMu.Lock()
 	cl.topicCfg[name] = t
 	cl.cfgMu.Unlock()

@@ -59,6 +59,8 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 		OnControllerChange:           func(int32) { cl.controllerChanged() },
 		OnReregistered:               cl.reregistered,
 		OnTopicConfigChange:          cl.topicConfigsChanged,
+		OnEntityConfigChange:         cl.s.quotas.entitiesChanged,
+		OnBrokerConfigChange:         cl.brokerConfigsChanged,
 		Logger:                       cl.log.With("component", "cluster"),
 		Security:                     cl.security,
 	})

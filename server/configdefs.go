@@ -352,6 +352,10 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "delete.topic.enable", typ: kmsg.ConfigTypeBoolean, val: boolean(func(c *Config) *bool { return &c.DeleteTopicEnable })},
 	{name: "fetch.max.bytes", typ: kmsg.ConfigTypeInt, doc: "most record bytes one Fetch response carries (its first batch is sent whole however large)",
 		val: int32In(func(c *Config) *int32 { return &c.FetchMaxBytes }, 1024)},
+	{name: "quota.window.num", typ: kmsg.ConfigTypeInt, doc: "samples a client quota's rate is measured over",
+		val: intIn(func(c *Config) *int { return &c.QuotaWindowNum }, 1)},
+	{name: "quota.window.size.seconds", typ: kmsg.ConfigTypeInt, doc: "time span of each client quota rate sample",
+		val: intIn(func(c *Config) *int { return &c.QuotaWindowSizeSeconds }, 1)},
 	{name: "file.delete.delay.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.FileDeleteDelayMs }, 0)},
 	{name: "group.initial.rebalance.delay.ms", typ: kmsg.ConfigTypeInt, val: integer(func(c *Config) *int64 { return &c.GroupInitialRebalanceDelayMs }, 32, 0, maxInt)},
 	{name: "group.max.session.timeout.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }, 1)},
@@ -463,6 +467,10 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "replica.socket.receive.buffer.bytes", typ: kmsg.ConfigTypeInt, doc: "the replica fetchers' socket receive buffer (-1: the OS's autotuning)",
 		val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaSocketReceiveBufferBytes }, -1)},
 	{name: "replica.socket.timeout.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaSocketTimeoutMs }, minInt)},
+	{name: "replication.quota.window.num", typ: kmsg.ConfigTypeInt, doc: "samples of the replication throttles' rate",
+		val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicationQuotaWindowNum }, 1)},
+	{name: "replication.quota.window.size.seconds", typ: kmsg.ConfigTypeInt, doc: "length of a sample of the replication throttles' rate",
+		val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicationQuotaWindowSizeSec }, 1)},
 	{name: "unclean.leader.election.enable", typ: kmsg.ConfigTypeBoolean, doc: "elect a replica outside the ISR when no ISR member lives (loses data)",
 		val: boolean(atUncleanLeaderElection)},
 	{name: "zookeeper.connect", typ: kmsg.ConfigTypeString, doc: "host:port[,host:port...][/chroot] of ZooKeeper: set, the broker joins a cluster",
@@ -523,6 +531,8 @@ var topicConfigDefs = sortDefs([]configDef{
 	// Kafka topic configs strata checks and keeps with the topic (clients
 	// set them) but does not apply.
 	{name: "file.delete.delay.ms", stored: true, typ: kmsg.ConfigTypeLong, val: longIn(nil, 0)},
+	// The throttled-replica lists are applied in cluster mode only, by the
+	// replication throttles (cluster_throttle.go), not by the log.
 	{name: "follower.replication.throttled.replicas", stored: true, typ: kmsg.ConfigTypeList, val: text(nil, checkThrottledReplicas)},
 	{name: "index.interval.bytes", stored: true, typ: kmsg.ConfigTypeInt, val: int32In(nil, 0)},
 	{name: "leader.replication.throttled.replicas", stored: true, typ: kmsg.ConfigTypeList, val: text(nil, checkThrottledReplicas)},

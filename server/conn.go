@@ -53,6 +53,8 @@ type conn struct {
 	// for request memory, parked in a purgatory, writing the response.
 	mkey, mver           int16
 	queued, remote, send time.Duration
+
+	quota connQuota // client quotas (conn_quota.go)
 }
 
 // inBufSize is the connection's read-ahead buffer, allocated at its first
@@ -112,6 +114,10 @@ func (c *conn) serve() {
 		if err != nil {
 			c.log.Error("closing connection", "error", err)
 			return
+		}
+		if d := c.quota.throttle; d > 0 {
+			c.quota.throttle = 0
+			c.throttleWait(d) // muted: the next request is read after the throttle time
 		}
 		if cap(c.rbuf) > keepBuf {
 			c.rbuf = nil
@@ -373,6 +379,11 @@ func (c *conn) serveRequest(frame []byte) error {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)
 	}
 	c.mkey, c.mver = h.key, h.version
+	c.quota = connQuota{}
+	quotas := c.quotasOn()
+	if quotas {
+		c.quota.began = time.Now()
+	}
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("request", "api", kmsg.NameForKey(h.key), "version", h.version, "correlation_id", h.corr, "client", h.clientID)
 	}
@@ -399,12 +410,16 @@ func (c *conn) serveRequest(frame []byte) error {
 		} else {
 			resp = c.s.handleProduce(c, r)
 		}
+		if quotas {
+			c.quotaRecord(quotaProduce, h.clientID, float64(len(frame)), true) // appended, then throttled
+		}
 		if r.Acks == 0 {
 			// acks=0: no response at all. A failed partition closes the
 			// connection, as Kafka does, so the client refreshes metadata.
 			if code := firstProduceError(resp.(*kmsg.ProduceResponse)); code != 0 {
 				return fmt.Errorf("acks=0 produce failed with error code %d", code)
 			}
+			c.recordRequestTime(&h) // no response: the connection is muted only
 			return nil
 		}
 	case *kmsg.FetchRequest:
@@ -444,7 +459,7 @@ func (c *conn) serveRequest(frame []byte) error {
 	case *kmsg.JoinGroupRequest:
 		resp = c.s.handleJoinGroup(c, &h, r)
 	case *kmsg.SyncGroupRequest:
-		resp = c.s.handleSyncGroup(r)
+		resp = c.s.handleSyncGroup(c, r)
 	case *kmsg.HeartbeatRequest:
 		resp = c.s.handleHeartbeat(r)
 	case *kmsg.LeaveGroupRequest:
@@ -498,11 +513,18 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleCreateAcls(r)
 	case *kmsg.DeleteACLsRequest:
 		resp = c.s.handleDeleteAcls(r)
+	case *kmsg.DescribeClientQuotasRequest:
+		resp = c.s.handleDescribeClientQuotas(r)
+	case *kmsg.AlterClientQuotasRequest:
+		resp = c.s.handleAlterClientQuotas(r)
 	default:
 		return fmt.Errorf("%w: key %d has no handler", ErrUnknownAPI, h.key)
 	}
 	if g != nil && g.post != nil {
 		g.post(resp)
+	}
+	if quotas {
+		c.recordRequestTime(&h)
 	}
 	return c.writeResponse(&h, resp)
 }
@@ -510,6 +532,9 @@ func (c *conn) serveRequest(frame []byte) error {
 // writeResponse frames resp: size, correlation id, a tag byte for flexible
 // versions (never for ApiVersions, whose response header is always v0), body.
 func (c *conn) writeResponse(h *reqHeader, resp kmsg.Response) error {
+	if d := c.setThrottle(resp); d > 0 {
+		c.throttleWait(d)
+	}
 	b := append(c.wbuf[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.corr))
 	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {

@@ -77,7 +77,8 @@
 // value used. Altered overrides are written to the topic table and applied
 // to the live logs (segment.Log.Reconfigure, the cleaner registration, the
 // produce flags), flush.ms included.
-// Broker configs are static: describable, not alterable (INVALID_REQUEST).
+// Broker configs are static: describable, not alterable (INVALID_REQUEST),
+// but for cluster mode's dynamic ones (below).
 // CreateTopics and CreatePartitions asking for more partitions than
 // strata.max.partitions.per.topic (default 10000) fail with
 // INVALID_PARTITIONS before anything is allocated (partition_cap.go).
@@ -435,8 +436,18 @@
 // IncrementalAlterConfigs of topics are taken by any broker: written to
 // /config/topics/T with a /config/changes notification, on which every
 // broker reads the topic's configs again and applies them to its live logs
-// (segment options, cleaner, produce settings, min.insync.replicas).
-// DescribeConfigs reads topic overrides from ZooKeeper.
+// (segment options, cleaner, produce settings, min.insync.replicas, the
+// throttled-replica lists). On a broker resource (a broker id, or "" for
+// <default>) they set or delete the dynamic broker configs
+// leader.replication.throttled.rate and follower.replication.throttled.rate
+// (bytes/s >= 0, else INVALID_CONFIG), written to /config/brokers/<name>
+// with a notification; each broker applies its own (over <default>) to the
+// replication throttles (cluster_throttle.go), reading them again, with the
+// topic's lists, on a LeaderAndIsr naming adding_replicas. A follower's
+// fetch leaves out a throttled partition's data for a follower outside the
+// ISR while the leader throttle is over its rate, and a parked fetch is
+// read again when the throttle allows. DescribeConfigs reads topic
+// overrides from ZooKeeper (dynamic broker configs are not described yet).
 //
 // Groups. A group's coordinator is the leader of its __consumer_offsets
 // partition (FindCoordinator names it; every other broker answers
@@ -511,4 +522,17 @@
 // with Kafka's authorization errors beside the handler's answer for the
 // rest; a consumer Fetch with a refused topic is answered with the refused
 // partitions' errors only; a refused acks=0 Produce closes the connection.
+//
+// Client quotas (quota.go, conn_quota.go): producer_byte_rate,
+// consumer_byte_rate and request_percentage per user, client id or both,
+// resolved in Kafka's precedence order, measured as Kafka's Rate over
+// quota.window.num samples of quota.window.size.seconds. Over a quota the
+// response carries throttle_time_ms and the connection reads no request
+// until it has passed (KIP-219; older response versions are held back
+// instead); a fetch over quota is answered with no topics. Stored
+// (quota_store.go) in QuotasFile on a single node, /config/users and
+// /config/clients in a cluster, reloaded per entity on /config/changes
+// notifications; DescribeClientQuotas and AlterClientQuotas
+// (api_client_quotas.go) read and change them. With no quota configured the
+// request path checks one atomic flag.
 package server

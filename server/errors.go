@@ -39,3 +39,7 @@ var (
 // before it authenticated, or a failed authentication; the connection is
 // closed.
 var ErrUnauthenticated = errors.New("server: not authenticated")
+
+// ErrQuota is a client quota entity or value that is not valid (a stored
+// one that does not parse, an AlterClientQuotas entry Kafka refuses).
+var ErrQuota = errors.New("server: invalid client quota")

@@ -49,12 +49,17 @@ func (c *conn) writeFetch(h *reqHeader, req *kmsg.FetchRequest, topCode int16, t
 		}
 	}
 	inline := total <= fetchInlineMax
+	throttle := c.quota.throttle
+	if throttle > 0 && v < 8 {
+		c.quota.throttle = 0 // before KIP-219: the response is held back instead of muting after it
+		c.throttleWait(throttle)
+	}
 	b := append(c.wbuf[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.corr))
 	if flex {
 		b = append(b, 0) // response header v1 tag buffer
 	}
-	b = binary.BigEndian.AppendUint32(b, 0) // throttle_time_ms
+	b = binary.BigEndian.AppendUint32(b, uint32(throttle.Milliseconds())) // throttle_time_ms
 	if v >= 7 {
 		b = binary.BigEndian.AppendUint16(b, uint16(topCode))
 		b = binary.BigEndian.AppendUint32(b, 0) // session_id: no sessions

@@ -159,6 +159,10 @@ func (s *Server) noteAppend(began time.Time) {
 // or fetch purgatory gauge and adds the wait to the connection's remote
 // time.
 func (c *conn) parked(produce bool, wait func()) {
+	if !c.quota.began.IsZero() { // request_percentage leaves parked time out
+		began := time.Now()
+		defer func() { c.quota.parked += time.Since(began) }()
+	}
 	m := c.s.met
 	if m == nil {
 		wait()

@@ -48,6 +48,7 @@ type Server struct {
 	reqMem        *requestMemory  // queued.max.request.bytes
 	sec           *serverSecurity // TLS and SASL of the listeners (sasl.go)
 	acls          *aclStore       // authorizer.class.name (acl.go)
+	quotas        *quotaStore     // client quotas (quota.go)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -121,6 +122,13 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s.topics.cleaner = cm
+	s.quotas = newQuotaStore(s)
+	if s.met != nil {
+		if err := s.met.Register(quotaCollector{s.quotas.q}); err != nil {
+			s.met.Close()
+			return nil, fmt.Errorf("%w: quota metrics: %w", ErrConfig, err)
+		}
+	}
 	if cfg.Cluster.Enabled() {
 		err = s.startCluster()
 	} else {
@@ -131,6 +139,9 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	}
 	if err == nil {
 		err = s.startACLs()
+	}
+	if err == nil {
+		err = s.quotas.load()
 	}
 	if err != nil {
 		if s.cl != nil {

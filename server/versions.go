@@ -40,6 +40,8 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.DescribeACLs), 0, 3},
 	{int16(kmsg.CreateACLs), 0, 3},
 	{int16(kmsg.DeleteACLs), 0, 3},
+	{int16(kmsg.DescribeClientQuotas), 0, 1},
+	{int16(kmsg.AlterClientQuotas), 0, 1},
 }
 
 // clusterAPIs are advertised in cluster mode only, besides supportedAPIs:

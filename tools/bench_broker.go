@@ -37,7 +37,8 @@ Each run creates a new one-partition topic (CreateTopics) and:
            (--fetch-max-bytes, --fetch-partition-max-bytes);
   latency  records at a fixed --latency-rate for --latency-seconds to a second
            topic, a consumer polling it concurrently; each value carries its send
-           time; p50/p99/p99.9 of receive minus send, after a 0.5 s warm-up. The
+           time; p50/p99/p99.9 of receive minus send, after one unstamped record
+           produced and consumed and a 0.5 s warm-up. The
            latency producer does not linger (--latency-linger-ms 0): a 10 ms
            linger alone would put the median near 5 ms.
 The topics are created with segment.bytes=--segment-bytes when given (rolls

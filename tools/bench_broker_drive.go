@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type benchRun struct {
 	produceCPU, consumeCPU time.Duration // this process's CPU time (driver and in-process broker)
 	latencyRecords         int
 	p50, p99, p999, max    float64 // milliseconds
+	// ackP50, ackP99, ackP999: the latency records' acknowledgements
+	// (promise minus send), the producer's share of p50, p99, p99.9.
+	ackP50, ackP99, ackP999 float64
 }
 
 // benchTarget is where a driver sends its records and how: the brokers, the
@@ -75,12 +79,13 @@ func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *p
 
 // measureLatency runs benchLatency and keeps its quantiles.
 func (r *benchRun) measureLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) error {
-	lats, err := benchLatency(cfg, tgt, topic)
+	lats, acks, err := benchLatency(cfg, tgt, topic)
 	if err != nil {
 		return failErr(fmt.Errorf("latency: %w", err))
 	}
 	r.latencyRecords = len(lats)
 	r.p50, r.p99, r.p999, r.max = quantileMs(lats, 0.5), quantileMs(lats, 0.99), quantileMs(lats, 0.999), quantileMs(lats, 1)
+	r.ackP50, r.ackP99, r.ackP999 = quantileMs(acks, 0.5), quantileMs(acks, 0.99), quantileMs(acks, 0.999)
 	return nil
 }
 
@@ -292,32 +297,38 @@ func benchConsume(cfg benchBrokerConfig, tgt benchTarget, topic string, bar *pro
 
 // benchLatency produces at cfg.latencyRate for latencyWarmup plus
 // cfg.latencySeconds while a consumer polls the topic, and returns each
-// post-warm-up record's receive time minus its send time.
-func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.Duration, error) {
+// post-warm-up record's receive time minus its send time, and its
+// acknowledgement time (the producer's promise) minus its send time.
+func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) (lats, acks []time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.latencySeconds*float64(time.Second))+time.Minute)
 	defer cancel()
 	prod, err := kgo.NewClient(append(producerOpts(tgt), kgo.ProducerLinger(cfg.latencyLinger))...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer prod.Close()
 	if err := createBenchTopic(ctx, prod, topic, withTopicConfigs(tgt, cfg.topicConfigs(true))); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cons, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(tgt.seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
 	}, tgt.conn...)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cons.Close()
+	if err := latencyPrelude(ctx, prod, cons, topic); err != nil {
+		return nil, nil, err
+	}
 
 	interval := time.Second / time.Duration(cfg.latencyRate)
 	warm := int64(latencyWarmup / interval)
 	total := warm + int64(cfg.latencySeconds*float64(cfg.latencyRate))
 	base := time.Now()
-	lats := make([]time.Duration, 0, total-warm)
+	lats = make([]time.Duration, 0, total-warm)
+	acks = make([]time.Duration, 0, total-warm)
+	var acksMu sync.Mutex
 	got := make(chan error, 1)
 	go func() {
 		var n int64
@@ -349,9 +360,17 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.
 	}()
 
 	var failed atomic.Pointer[error]
-	promise := func(_ *kgo.Record, err error) {
+	promise := func(r *kgo.Record, err error) {
 		if err != nil {
 			failed.CompareAndSwap(nil, &err)
+			return
+		}
+		now := time.Since(base)
+		sent := time.Duration(binary.BigEndian.Uint64(r.Value))
+		if seq := int64(binary.BigEndian.Uint64(r.Value[8:])); seq >= warm {
+			acksMu.Lock()
+			acks = append(acks, now-sent)
+			acksMu.Unlock()
 		}
 	}
 	pace(base, interval, total, func() bool { return failed.Load() != nil }, func(i int64) {
@@ -361,15 +380,41 @@ func benchLatency(cfg benchBrokerConfig, tgt benchTarget, topic string) ([]time.
 		prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: v}, promise)
 	})
 	if err := prod.Flush(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if e := failed.Load(); e != nil {
-		return nil, *e
+		return nil, nil, *e
 	}
 	if err := <-got; err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return lats, nil
+	return lats, acks, nil
+}
+
+// latencyPrelude produces one unstamped record and waits for its
+// acknowledgement and for cons to receive it, before the paced records
+// start: the clients' metadata loads, connections and first requests on a
+// topic just created (up to a second on a loaded machine while the new
+// partition's leadership reaches every broker's metadata cache) would
+// otherwise fall in the measured records when they outlast the warm-up.
+func latencyPrelude(ctx context.Context, prod, cons *kgo.Client, topic string) error {
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("warm-up")}).FirstErr(); err != nil {
+		return fmt.Errorf("warm-up record: %w", err)
+	}
+	for {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("warm-up record not received: %w", err)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return ferr
+		}
+		if fs.NumRecords() > 0 {
+			return nil
+		}
+	}
 }
 
 // pace calls send(i) for i = 0..total-1 (total < 0: until stop), record i

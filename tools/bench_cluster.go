@@ -19,7 +19,7 @@ import (
 const benchClusterBrokers = 3
 
 // benchClusterPhases are the phases --phases may name, in the order they run.
-var benchClusterPhases = []string{"throughput", "latency", "catchup", "failover"}
+var benchClusterPhases = []string{"throughput", "latency", "catchup", "reassign", "failover"}
 
 func benchClusterCommand() *cli.Command {
 	return &cli.Command{
@@ -44,12 +44,23 @@ min.insync.replicas=--min-insync-replicas, and measures (--phases):
   latency     records at --latency-rate for --latency-seconds with acks=all, a
               consumer polling concurrently: p50/p99/p99.9 of receive minus send
               (consumers read below the high watermark: every replica in the ISR
-              has the record);
+              has the record), and of the producer's acknowledgement minus send;
   catchup     a follower stopped (SIGTERM), --catchup-mb MB produced (acks=1),
               the follower restarted: MB/s from its first fetched byte to its
               log end reaching the leader's (the partition's .log files on disk,
               polled every 2 ms), and the time from the restart until it is back
               in the ISR;
+  reassign    a one-replica topic pre-filled with --reassign-mb MB (acks=1) gets a
+              replica on another broker (AlterPartitionReassignments, as strata
+              reassign --execute): MB/s from the new replica's first byte to its
+              log end reaching the leader's (polled every 2 ms), beside the
+              loopback limit over as many bytes just before; then the same with
+              --reassign-throttle-mb-per-sec x --reassign-throttle-seconds MB
+              under that throttle (the configs strata reassign --throttle
+              sets): MB/s overall and from the first 20% of the bytes on, and
+              the ratio to the throttle. The brokers run with
+              replication.quota.window.num=2 (Kafka's 11 lets a fresh throttle
+              pass 10 s of its rate at once);
   failover    a steady acks=all producer at --failover-rate: the leader (never
               the controller) is killed with SIGKILL: the time until a record
               sent after the kill is acknowledged (floor: session timeout + 1 s);
@@ -83,6 +94,9 @@ Examples:
 			&cli.Float64Flag{Name: "latency-seconds", Value: 3, Usage: "length of the latency phase"},
 			&cli.IntFlag{Name: "latency-linger-ms", Value: 0, Usage: "producer linger during the latency phase"},
 			&cli.Int64Flag{Name: "catchup-mb", Value: 1000, Usage: "MB (10^6 bytes of values) a stopped follower falls behind"},
+			&cli.Int64Flag{Name: "reassign-mb", Value: 500, Usage: "MB (10^6 bytes of values) the reassign phase moves without a throttle"},
+			&cli.Float64Flag{Name: "reassign-throttle-mb-per-sec", Value: 20, Usage: "the throttle of the reassign phase's throttled move (MB/s)"},
+			&cli.Float64Flag{Name: "reassign-throttle-seconds", Value: 15, Usage: "how long the throttled move should take at the throttle"},
 			&cli.IntFlag{Name: "failover-rate", Value: 1000, Usage: "records/s of the producer across the SIGKILL and SIGTERM of the leader"},
 			&cli.Int64Flag{Name: "session-timeout-ms", Value: 6000, Usage: "zookeeper.session.timeout.ms of the brokers started"},
 			&cli.Float64Flag{Name: "linger-ms", Value: 10, Usage: "producer linger (throughput phase)"},
@@ -107,21 +121,25 @@ Examples:
 
 // benchClusterConfig is strata bench cluster's settings beyond the driver's.
 type benchClusterConfig struct {
-	drive            benchBrokerConfig
-	rf, minISR       int
-	catchupMB        int64
-	failoverRate     int
-	sessionTimeoutMs int64
-	linger           time.Duration
-	batchMaxBytes    int32
-	maxBuffered      int
-	maxInflight      int
-	phases           map[string]bool
-	overrides        []string
-	profile, dir     string
-	logLevel         string
-	keep, external   bool
-	seeds            []string
+	drive      benchBrokerConfig
+	rf, minISR int
+	catchupMB  int64
+	reassignMB int64
+	// reassignThrottleMBps and reassignThrottleSeconds size the throttled
+	// move of the reassign phase.
+	reassignThrottleMBps, reassignThrottleSeconds float64
+	failoverRate                                  int
+	sessionTimeoutMs                              int64
+	linger                                        time.Duration
+	batchMaxBytes                                 int32
+	maxBuffered                                   int
+	maxInflight                                   int
+	phases                                        map[string]bool
+	overrides                                     []string
+	profile, dir                                  string
+	logLevel                                      string
+	keep, external                                bool
+	seeds                                         []string
 }
 
 // BenchClusterResult is the --json output of strata bench cluster. The
@@ -190,6 +208,9 @@ type BenchClusterFigures struct {
 	LatencyP99Ms                float64   `json:"latency_p99_ms"`
 	LatencyP999Ms               float64   `json:"latency_p999_ms"`
 	LatencyMaxMs                float64   `json:"latency_max_ms"`
+	LatencyAckP50Ms             float64   `json:"latency_ack_p50_ms"`
+	LatencyAckP99Ms             float64   `json:"latency_ack_p99_ms"`
+	LatencyAckP999Ms            float64   `json:"latency_ack_p999_ms"`
 	ProduceAcksAllRuns          []float64 `json:"produce_acks_all_records_per_sec_runs"`
 	ProduceAcks1Runs            []float64 `json:"produce_acks_1_records_per_sec_runs"`
 	ConsumeRuns                 []float64 `json:"consume_records_per_sec_runs"`
@@ -212,6 +233,24 @@ type BenchClusterFaults struct {
 	ShutdownStallRuns       []float64 `json:"controlled_shutdown_stall_ms_runs"`
 	FailoverRecordsRetried  int64     `json:"failover_records_failed"`
 	FailoverTimeoutExceeded bool      `json:"-"`
+	BenchReassign
+}
+
+// BenchReassign are the medians of the reassign phase.
+type BenchReassign struct {
+	ReassignMB               float64   `json:"reassign_mb"` // on disk
+	ReassignMBps             float64   `json:"reassign_mb_per_sec"`
+	LimitLoopbackReassign    float64   `json:"limit_loopback_reassign_mb_per_sec"`
+	ReassignVsLimit          float64   `json:"reassign_vs_limit"` // median of the runs' ratios to their own limit
+	ReassignRuns             []float64 `json:"reassign_mb_per_sec_runs"`
+	ReassignThrottleMBps     float64   `json:"reassign_throttle_mb_per_sec"`
+	ReassignThrottledMB      float64   `json:"reassign_throttled_mb"`
+	ReassignThrottledMBps    float64   `json:"reassign_throttled_mb_per_sec"`
+	ReassignThrottledSteady  float64   `json:"reassign_throttled_steady_mb_per_sec"`
+	ReassignThrottledVs      float64   `json:"reassign_throttled_vs_throttle"`
+	ReassignThrottledSteadyV float64   `json:"reassign_throttled_steady_vs_throttle"`
+	ReassignThrottledRuns    []float64 `json:"reassign_throttled_mb_per_sec_runs"`
+	ReassignSteadyRuns       []float64 `json:"reassign_throttled_steady_mb_per_sec_runs"`
 }
 
 func runBenchCluster(c *cli.Context) error {
@@ -224,6 +263,7 @@ func runBenchCluster(c *cli.Context) error {
 			runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
 		},
 		rf: c.Int("replication-factor"), minISR: c.Int("min-insync-replicas"),
+		reassignMB: c.Int64("reassign-mb"), reassignThrottleMBps: c.Float64("reassign-throttle-mb-per-sec"), reassignThrottleSeconds: c.Float64("reassign-throttle-seconds"),
 		catchupMB: c.Int64("catchup-mb"), failoverRate: c.Int("failover-rate"), sessionTimeoutMs: c.Int64("session-timeout-ms"),
 		linger:        time.Duration(c.Float64("linger-ms") * float64(time.Millisecond)),
 		batchMaxBytes: int32(c.Int("batch-max-bytes")), maxBuffered: c.Int("max-buffered-records"), maxInflight: c.Int("max-inflight"),
@@ -246,6 +286,8 @@ func runBenchCluster(c *cli.Context) error {
 		return usageErr("--replication-factor must be 1-%d and --min-insync-replicas 1 up to it", benchClusterBrokers)
 	case cfg.catchupMB < 1 || cfg.sessionTimeoutMs < 1000:
 		return usageErr("--catchup-mb must be positive and --session-timeout-ms at least 1000")
+	case cfg.reassignMB < 1 || cfg.reassignThrottleMBps <= 0 || cfg.reassignThrottleSeconds <= 0:
+		return usageErr("--reassign-mb, --reassign-throttle-mb-per-sec and --reassign-throttle-seconds must be positive")
 	case cfg.batchMaxBytes < 1024 || cfg.maxBuffered < 1 || cfg.maxInflight < 1:
 		return usageErr("--batch-max-bytes must be at least 1024, --max-buffered-records and --max-inflight positive")
 	}
@@ -259,11 +301,12 @@ func runBenchCluster(c *cli.Context) error {
 	if b := c.String("bootstrap-server"); b != "" {
 		cfg.external = true
 		cfg.seeds = strings.Split(b, ",")
-		if cfg.phases["catchup"] || cfg.phases["failover"] {
+		if cfg.phases["catchup"] || cfg.phases["failover"] || cfg.phases["reassign"] {
 			if c.IsSet("phases") {
-				return usageErr("--phases catchup and failover stop brokers: they need the cluster this command starts, not --bootstrap-server")
+				return usageErr("--phases catchup, reassign and failover stop brokers or read their disks: they need the cluster this command starts, not --bootstrap-server")
 			}
 			delete(cfg.phases, "catchup")
+			delete(cfg.phases, "reassign")
 			delete(cfg.phases, "failover")
 		}
 	}
@@ -288,6 +331,7 @@ func (cfg *benchClusterConfig) brokerOverrides() []string {
 		"zookeeper.session.timeout.ms=" + strconv.FormatInt(cfg.sessionTimeoutMs, 10),
 		"file.delete.delay.ms=1000",
 		"group.initial.rebalance.delay.ms=0",
+		"replication.quota.window.num=2",
 	}, cfg.overrides...)
 }
 
@@ -406,7 +450,7 @@ func runBenchClusterRuns(c *cli.Context, cfg *benchClusterConfig) (*BenchCluster
 			}
 			cRuns = append(cRuns, r)
 		}
-		if cl != nil && (cfg.phases["catchup"] || cfg.phases["failover"]) {
+		if cl != nil && (cfg.phases["catchup"] || cfg.phases["failover"] || cfg.phases["reassign"]) {
 			f, err := cfg.faultRun(cl, prefix, bar)
 			if err != nil {
 				return nil, err
@@ -434,6 +478,9 @@ func (cfg *benchClusterConfig) progressBytes() int64 {
 	}
 	if cfg.phases["catchup"] {
 		n += cfg.catchupMB * 1e6
+	}
+	if cfg.phases["reassign"] {
+		n += cfg.reassignMB*1e6 + int64(cfg.reassignThrottleMBps*cfg.reassignThrottleSeconds*1e6)
 	}
 	return n
 }
@@ -467,7 +514,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 	if len(runs) == 0 {
 		return f
 	}
-	var allCPU, oneCPU, consCPU, p50, p99, p999, pmax []float64
+	var allCPU, oneCPU, consCPU, p50, p99, p999, pmax, a50, a99, a999 []float64
 	for _, r := range runs {
 		f.LatencyAcks, f.LatencyRecords = "all", r.latencyRecords
 		if r.produceAll > 0 {
@@ -478,6 +525,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 		}
 		if r.latencyRecords > 0 {
 			p50, p99, p999, pmax = append(p50, r.p50), append(p99, r.p99), append(p999, r.p999), append(pmax, r.max)
+			a50, a99, a999 = append(a50, r.ackP50), append(a99, r.ackP99), append(a999, r.ackP999)
 			f.LatencyP99Runs = append(f.LatencyP99Runs, r.p99)
 		}
 	}
@@ -496,6 +544,7 @@ func throughputFigures(runs []clusterThroughputRun, d *benchBrokerConfig, limit 
 	}
 	if len(p50) > 0 {
 		f.LatencyP50Ms, f.LatencyP99Ms, f.LatencyP999Ms, f.LatencyMaxMs = median(p50), median(p99), median(p999), median(pmax)
+		f.LatencyAckP50Ms, f.LatencyAckP99Ms, f.LatencyAckP999Ms = median(a50), median(a99), median(a999)
 	}
 	return f
 }
@@ -521,6 +570,27 @@ func faultFigures(runs []clusterFaultRun) BenchClusterFaults {
 		f.CatchupMB, f.CatchupSeconds, f.CatchupToISRSeconds = median(mb), median(secs), median(isr)
 		f.CatchupMBps = median(slices.Clone(f.CatchupRuns))
 		f.LimitLoopbackCatchup, f.CatchupVsLimit = median(lim), median(vs)
+	}
+	var rmb, rvs, rlim, tmb []float64
+	for _, r := range runs {
+		if rr := r.reassign; rr != nil {
+			rate := mbps(rr.bytes, rr.took.Seconds())
+			rmb, rlim, rvs = append(rmb, float64(rr.bytes)/1e6), append(rlim, rr.limit), append(rvs, ratio(rate, rr.limit))
+			f.ReassignRuns = append(f.ReassignRuns, rate)
+			tmb = append(tmb, float64(rr.tBytes)/1e6)
+			f.ReassignThrottledRuns = append(f.ReassignThrottledRuns, mbps(rr.tBytes, rr.tTook.Seconds()))
+			f.ReassignSteadyRuns = append(f.ReassignSteadyRuns, mbps(rr.tSteadyBytes, rr.tSteady.Seconds()))
+			f.ReassignThrottleMBps = float64(rr.throttleBytes) / 1e6
+		}
+	}
+	if len(rmb) > 0 {
+		f.ReassignMB, f.ReassignMBps = median(rmb), median(slices.Clone(f.ReassignRuns))
+		f.LimitLoopbackReassign, f.ReassignVsLimit = median(rlim), median(rvs)
+		f.ReassignThrottledMB = median(tmb)
+		f.ReassignThrottledMBps = median(slices.Clone(f.ReassignThrottledRuns))
+		f.ReassignThrottledSteady = median(slices.Clone(f.ReassignSteadyRuns))
+		f.ReassignThrottledVs = ratio(f.ReassignThrottledMBps, f.ReassignThrottleMBps)
+		f.ReassignThrottledSteadyV = ratio(f.ReassignThrottledSteady, f.ReassignThrottleMBps)
 	}
 	if len(shut) > 0 {
 		f.FailoverSeconds = median(slices.Clone(f.FailoverRuns))
@@ -560,11 +630,19 @@ func printBenchCluster(w io.Writer, res *BenchClusterResult) {
 		fmt.Fprintf(w, "  latency acks=all at %d records/s: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms (%d records); single node: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n",
 			res.LatencyRate, c.LatencyP50Ms, c.LatencyP99Ms, c.LatencyP999Ms, c.LatencyMaxMs, c.LatencyRecords,
 			s.LatencyP50Ms, s.LatencyP99Ms, s.LatencyP999Ms, s.LatencyMaxMs)
+		fmt.Fprintf(w, "    of which the producer's acknowledgement: p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms; single node: p50 %.3f  p99 %.3f  p99.9 %.3f ms\n",
+			c.LatencyAckP50Ms, c.LatencyAckP99Ms, c.LatencyAckP999Ms, s.LatencyAckP50Ms, s.LatencyAckP99Ms, s.LatencyAckP999Ms)
 	}
 	f := &res.BenchClusterFaults
 	if f.CatchupMB > 0 {
 		fmt.Fprintf(w, "  follower catch-up  %.1f MB in %.3f s: %.1f MB/s   limit (loopback TCP, as many bytes, just before) %.1f MB/s   ratio %.3f; restart to back in the ISR %.3f s\n",
 			f.CatchupMB, f.CatchupSeconds, f.CatchupMBps, f.LimitLoopbackCatchup, f.CatchupVsLimit, f.CatchupToISRSeconds)
+	}
+	if f.ReassignMB > 0 {
+		fmt.Fprintf(w, "  reassignment      %.1f MB in a new replica: %.1f MB/s   limit (loopback TCP, as many bytes, just before) %.1f MB/s   ratio %.3f (floor 0.5)\n",
+			f.ReassignMB, f.ReassignMBps, f.LimitLoopbackReassign, f.ReassignVsLimit)
+		fmt.Fprintf(w, "  reassignment --throttle %.1f MB/s: %.1f MB moved at %.2f MB/s overall (%.3f of the throttle), %.2f MB/s past the first 20%% (%.3f; floor within 0.9-1.1)\n",
+			f.ReassignThrottleMBps, f.ReassignThrottledMB, f.ReassignThrottledMBps, f.ReassignThrottledVs, f.ReassignThrottledSteady, f.ReassignThrottledSteadyV)
 	}
 	if f.FailoverSeconds > 0 {
 		fmt.Fprintf(w, "  leader SIGKILL: writes acknowledged again after %.3f s (zookeeper.session.timeout.ms %d + 1 s = %.1f s)\n",

@@ -19,6 +19,7 @@ type clusterThroughputRun struct {
 	produceAllCPU, produceOneCPU, consumeCPU time.Duration // brokers' + this process's
 	latencyRecords                           int
 	p50, p99, p999, max                      float64
+	ackP50, ackP99, ackP999                  float64
 }
 
 // throughputRun runs the throughput and latency phases against the
@@ -50,6 +51,7 @@ func (cfg *benchClusterConfig) throughputRun(all, one benchTarget, prefix string
 			return r, err
 		}
 		r.latencyRecords, r.p50, r.p99, r.p999, r.max = br.latencyRecords, br.p50, br.p99, br.p999, br.max
+		r.ackP50, r.ackP99, r.ackP999 = br.ackP50, br.ackP99, br.ackP999
 	}
 	return r, nil
 }
@@ -63,6 +65,7 @@ type clusterFaultRun struct {
 	failover        time.Duration // SIGKILL to writes acknowledged again
 	failed          int64         // records whose produce failed for good
 	stall, shutdown time.Duration // across the SIGTERM; the SIGTERM to the exit
+	reassign        *reassignRun
 }
 
 // faultRun runs the catch-up and failover phases on the started cluster.
@@ -71,6 +74,11 @@ func (cfg *benchClusterConfig) faultRun(cl *benchCluster, prefix string, bar *pr
 	if cfg.phases["catchup"] {
 		if err := cfg.catchUp(cl, prefix+"-catchup", &r, bar); err != nil {
 			return r, fmt.Errorf("follower catch-up: %w", err)
+		}
+	}
+	if cfg.phases["reassign"] {
+		if err := cfg.reassignPhase(cl, prefix, &r, bar); err != nil {
+			return r, fmt.Errorf("reassignment: %w", err)
 		}
 	}
 	if cfg.phases["failover"] {

@@ -37,7 +37,8 @@ func TestBenchClusterStarted(t *testing.T) {
 	needZooKeeper(t)
 	dir := t.TempDir()
 	out, errOut, code := run(t, "bench", "cluster", "--records", "3000", "--runs", "1", "--latency-seconds", "0.5", "--latency-rate", "2000",
-		"--catchup-mb", "3", "--failover-rate", "200", "--session-timeout-ms", "2000", "--dir", dir, "--json")
+		"--catchup-mb", "3", "--reassign-mb", "3", "--reassign-throttle-mb-per-sec", "2", "--reassign-throttle-seconds", "2",
+		"--failover-rate", "200", "--session-timeout-ms", "2000", "--dir", dir, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -45,7 +46,7 @@ func TestBenchClusterStarted(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !res.Started || res.ReplicationFactor != 3 || res.MinInsyncReplicas != 2 || len(res.Phases) != 4 {
+	if !res.Started || res.ReplicationFactor != 3 || res.MinInsyncReplicas != 2 || len(res.Phases) != 5 {
 		t.Errorf("settings: %+v", res)
 	}
 	for name, f := range map[string]BenchClusterFigures{"cluster": res.BenchClusterFigures, "single node": res.SingleNode} {
@@ -54,6 +55,9 @@ func TestBenchClusterStarted(t *testing.T) {
 		}
 		if f.LatencyRecords != 1000 || f.LatencyP50Ms <= 0 || f.LatencyP99Ms < f.LatencyP50Ms || f.LatencyP999Ms < f.LatencyP99Ms {
 			t.Errorf("%s latency: %+v", name, f)
+		}
+		if f.LatencyAckP50Ms <= 0 || f.LatencyAckP99Ms < f.LatencyAckP50Ms || f.LatencyAckP999Ms < f.LatencyAckP99Ms {
+			t.Errorf("%s acknowledgement latency: %+v", name, f)
 		}
 	}
 	if res.LimitLoopbackMBps <= 0 || res.ProduceAcksAllVsSingleNode <= 0 || res.ProduceAcks1VsSingleNode <= 0 {
@@ -64,6 +68,15 @@ func TestBenchClusterStarted(t *testing.T) {
 	// more on disk.
 	if f.CatchupMB < 3 || f.CatchupMB > 4 || f.CatchupMBps <= 0 || f.CatchupToISRSeconds <= 0 || f.CatchupVsLimit <= 0 {
 		t.Errorf("catch-up: %+v", f)
+	}
+	// The unthrottled move beside its limit; the throttled one about at
+	// its throttle (a correctness check, not the bench's precision: the
+	// machine may be loaded).
+	if f.ReassignMB < 3 || f.ReassignMB > 4 || f.ReassignMBps <= 0 || f.LimitLoopbackReassign <= 0 || f.ReassignVsLimit <= 0 {
+		t.Errorf("reassign: %+v", f.BenchReassign)
+	}
+	if f.ReassignThrottleMBps != 2 || f.ReassignThrottledMB < 4 || f.ReassignThrottledMBps <= 0 || f.ReassignThrottledMBps > 8 || f.ReassignThrottledSteady <= 0 {
+		t.Errorf("throttled reassign: %+v", f.BenchReassign)
 	}
 	// Writes resume only after the killed leader's session expires.
 	if f.FailoverSeconds < 1.3 || f.FailoverSeconds > 60 || f.ShutdownStallMs <= 0 || f.ShutdownSeconds <= 0 {

@@ -52,7 +52,12 @@ func reassignCommand() *cli.Command {
   --cancel    cancels the reassignments of the file's partitions still in progress: the
               original replicas stay, the new ones are deleted
 
---throttle is refused: strata has no replication throttles yet. Exit status: 0 done,
+--throttle BYTES_PER_SEC (with --execute) throttles the moving replicas as Kafka does: the
+brokers' leader.replication.throttled.rate and follower.replication.throttled.rate, the
+topics' leader.replication.throttled.replicas (current replicas of moving partitions) and
+follower.replication.throttled.replicas (the replicas being added); only replicas out of
+the ISR are held back. --verify removes them once every partition of the plan is
+complete: run it until it says so. Exit status: 0 done,
 1 refused by the cluster or a reassignment failed, 2 usage error, bad plan or no broker.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
@@ -65,7 +70,7 @@ func reassignCommand() *cli.Command {
 			&cli.StringFlag{Name: "broker-list", Usage: "the brokers to move them to (--generate)"},
 			&cli.StringFlag{Name: "reassignment-json-file", Usage: "the reassignment plan"},
 			&cli.IntFlag{Name: "decommission-broker", Value: -1, Usage: "plan moving every replica off this broker (--generate)"},
-			&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "replication throttle in bytes/sec (not supported)"},
+			&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "replication throttle of the moving replicas in bytes/sec (--execute)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the cluster"},
 		},
 		Action: runReassign,
@@ -82,10 +87,16 @@ func runReassign(c *cli.Context) error {
 	if len(actions) != 1 {
 		return usageErr("give exactly one of --generate, --execute, --verify, --cancel")
 	}
-	if c.IsSet("throttle") {
-		return usageErr("--throttle: replication throttles are not implemented by strata yet; run without it")
-	}
 	action := actions[0]
+	throttle := int64(-1)
+	if c.IsSet("throttle") {
+		if action != "execute" {
+			return usageErr("--throttle goes with --execute")
+		}
+		if throttle = c.Int64("throttle"); throttle < 1 {
+			return usageErr("--throttle %d: want bytes per second > 0", throttle)
+		}
+	}
 	// Check the input files before touching the cluster.
 	var plan []planPartition
 	var topics []string
@@ -136,7 +147,7 @@ func runReassign(c *cli.Context) error {
 		}
 		return r.generate(topics, brokers)
 	case "execute":
-		return r.execute(ctx, plan)
+		return r.execute(ctx, plan, throttle)
 	case "verify":
 		return r.verify(ctx, plan)
 	default:
@@ -309,7 +320,7 @@ func (r *reassigner) inProgress(ctx context.Context) (map[string]kmsg.ListPartit
 	return out, nil
 }
 
-func (r *reassigner) execute(ctx context.Context, plan []planPartition) error {
+func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle int64) error {
 	if err := r.check(plan); err != nil {
 		return err
 	}
@@ -331,6 +342,11 @@ func (r *reassigner) execute(ctx context.Context, plan []planPartition) error {
 		cur = append(cur, planPartition{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(pd.Replicas)})
 	}
 	fmt.Fprintf(r.out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", planJSON(cur))
+	if throttle > 0 {
+		if err := r.setThrottles(ctx, cur, plan, throttle); err != nil {
+			return err
+		}
+	}
 	var req kadm.AlterPartitionAssignmentsReq
 	for _, p := range plan {
 		req.Assign(p.Topic, p.Partition, p.Replicas)
@@ -421,7 +437,12 @@ func (r *reassigner) verify(ctx context.Context, plan []planPartition) error {
 	if len(failed) > 0 {
 		return &exitError{code: ExitProblems, err: fmt.Errorf("reassignment failed for %s", strings.Join(failed, ","))}
 	}
-	return nil
+	for _, p := range plan {
+		if _, ok := running[p.name()]; ok {
+			return nil // throttles stay while any partition of the plan moves
+		}
+	}
+	return r.clearThrottles(ctx, plan)
 }
 
 // mismatch tells whether a partition of plan not in progress has other

@@ -129,7 +129,7 @@ func TestReassignAgainstCluster(t *testing.T) {
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		r = runReassignCmd(t, addr, "--verify", "--reassignment-json-file", plan)
-		if r.code == ExitOK && r.stdout == "Status of partition reassignment:\nReassignment of partition moving-0 is complete.\n" {
+		if r.code == ExitOK && r.stdout == "Status of partition reassignment:\nReassignment of partition moving-0 is complete.\nThrottle was removed.\n" {
 			break
 		}
 		if r.code != ExitOK || !strings.Contains(r.stdout, "is still in progress.") || time.Now().After(deadline) {
@@ -199,9 +199,11 @@ func TestReassignAgainstCluster(t *testing.T) {
 	waitVerified(t, addr, grow)
 	waitTopicReplicas(t, addr, "single", "4,1,2")
 
-	r = runReassignCmd(t, addr, "--execute", "--reassignment-json-file", plan, "--throttle", "1000")
-	if r.code != ExitUsage || !strings.Contains(r.stderr, "--throttle") {
-		t.Fatalf("throttle: exit %d %s", r.code, r.stderr)
+	for _, args := range [][]string{{"--execute", "--throttle", "0"}, {"--verify", "--throttle", "1000"}} {
+		r = runReassignCmd(t, addr, append(args, "--reassignment-json-file", plan)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--throttle") {
+			t.Fatalf("%v: exit %d %s", args, r.code, r.stderr)
+		}
 	}
 }
 

@@ -25,13 +25,20 @@ func startClusterBrokers(t *testing.T, n int) []*server.Server {
 // cluster's zookeeper.connect (with its chroot).
 func startClusterBrokersZK(t *testing.T, n int) ([]*server.Server, string) {
 	t.Helper()
+	return startClusterBrokersWith(t, n)
+}
+
+// startClusterBrokersWith is startClusterBrokersZK with more broker
+// properties.
+func startClusterBrokersWith(t *testing.T, n int, extra ...string) ([]*server.Server, string) {
+	t.Helper()
 	zk := zktest.Start(t)
 	connect := zk.Addr() + "/topics-test"
 	var out []*server.Server
 	for id := 1; id <= n; id++ {
-		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(),
+		cfg, err := server.LoadConfig("", append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(),
 			"zookeeper.connect=" + connect, fmt.Sprintf("broker.id=%d", id),
-			"zookeeper.session.timeout.ms=4000", "controlled.shutdown.enable=false"}, nil)
+			"zookeeper.session.timeout.ms=4000", "controlled.shutdown.enable=false"}, extra...), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
