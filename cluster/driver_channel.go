@@ -27,6 +27,7 @@ type channelManager struct {
 	listener string // inter.broker.listener.name
 	timeout  time.Duration
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	security kwire.Security
 	result   func(RequestResult)
 	log      *slog.Logger
 
@@ -238,7 +239,7 @@ func (m *channelManager) serve(q *brokerQueue) {
 		if conn == nil {
 			dctx, dcancel := context.WithTimeout(ctx, m.timeout)
 			conn, err = kwire.Dial(dctx, q.addr, kwire.Options{ClientID: fmt.Sprintf("controller-%d-to-broker-%d", m.self, q.id),
-				DialTimeout: m.timeout, Dial: m.dial})
+				DialTimeout: m.timeout, Dial: m.dial, Security: m.security})
 			dcancel()
 		}
 		var resp kmsg.Response

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/internal/kwire"
 )
 
 // MemberConfig configures StartMember. Zero values are Kafka's defaults
@@ -83,6 +85,9 @@ type MemberConfig struct {
 	Now func() time.Time
 	// Dial opens the channel manager's connections (nil: net.Dialer).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Security secures the channel manager's connections as the
+	// inter-broker listener's security protocol asks (zero: PLAINTEXT).
+	Security kwire.Security
 }
 
 // Defaults.
@@ -201,7 +206,7 @@ func StartMember(cfg MemberConfig) (*Member, error) {
 	if c.Controller != nil && c.Controller.InterBrokerListener != "" {
 		listener = c.Controller.InterBrokerListener
 	}
-	m.cm = &channelManager{self: id, listener: listener, timeout: c.ControllerSocketTimeout, dial: c.Dial,
+	m.cm = &channelManager{self: id, listener: listener, timeout: c.ControllerSocketTimeout, dial: c.Dial, security: c.Security,
 		result: func(r RequestResult) { m.q.push(driverEvent{kind: evControl, ctrl: r}) },
 		log:    m.log, queues: map[int32]*brokerQueue{}}
 	m.notes = newNotifier()

@@ -58,6 +58,9 @@ type RunnerOptions struct {
 	// Dial, when set, opens every connection (tests put a proxy there);
 	// SocketReceiveBufferBytes is then the dialler's business.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Security secures every connection as the inter-broker listener's
+	// security protocol asks (zero: PLAINTEXT).
+	Security kwire.Security
 }
 
 // Runner is the production edge of a Manager (see the package doc): the
@@ -249,7 +252,7 @@ func (r *Runner) clientID(kind string) string {
 
 // dial opens a connection to addr within ctx.
 func (r *Runner) dial(ctx context.Context, addr, clientID string, fetcher bool) (*kwire.Conn, error) {
-	o := kwire.Options{ClientID: clientID, Dial: r.o.Dial}
+	o := kwire.Options{ClientID: clientID, Dial: r.o.Dial, Security: r.o.Security}
 	if fetcher {
 		// The largest response stays the connection's read buffer: no
 		// buffer to allocate and fault in per fetch while catching up.

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -100,7 +101,11 @@ func (r *Runner) fetch(f *fetcher, job FetchRequest) {
 	for {
 		resp, err := r.exchangeFetch(f, job.Req)
 		if err != nil && r.ctx.Err() == nil {
-			if !f.bad {
+			if errors.Is(err, kwire.ErrAuthentication) {
+				// a configuration error, not a passing fault: said loudly each time
+				r.log.Error("fetch from leader: inter-broker authentication failed: check the inter-broker listener's TLS and SASL settings",
+					"leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
+			} else if !f.bad {
 				r.log.Warn("fetch from leader failed: backing off", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)
 			} else {
 				r.log.Debug("fetch from leader failed again", "leader", f.tgt.Broker, "fetcher", f.tgt.Fetcher, "err", err)

@@ -13,6 +13,21 @@
 // org.apache.kafka.common.security.plain.PlainLoginModule entries, as
 // Kafka's PlainServerCallbackHandler reads them.
 //
+// A client's credentials (a broker on the inter-broker listener, a tool's
+// sasl.jaas.config) are the username and password options of the first
+// entry holding both (ClientCredentials).
+//
+// # Principal mapping (ssl.principal.mapping.rules, KIP-371)
+//
+// PrincipalMapper turns a client certificate's distinguished name (RFC
+// 2253 form) into a user name: comma-separated rules, DEFAULT (the name as
+// it is) or RULE:pattern/replacement/[LU] (the pattern must match the
+// whole name; $n in the replacement are its groups; L/U fold the result's
+// case), '\' escaping the next character ("\/" a slash). The first rule
+// that applies wins; none applying is ErrNoMappingRule. Patterns are RE2:
+// Java-only syntax (lookaround) is refused when the rules are parsed, as
+// are a '$' without a group number and a group the pattern lacks.
+//
 // # PLAIN (RFC 4616)
 //
 // One message, authzid NUL authcid NUL password. An authorization id other

@@ -20,6 +20,16 @@ var (
 	ErrCredential = errors.New("security: malformed SCRAM credential")
 	// ErrPEM is a key store or trust store that is not usable PEM.
 	ErrPEM = errors.New("security: unusable PEM material")
+	// ErrMappingRule is an ssl.principal.mapping.rules value that does not
+	// parse (Kafka's RULE:pattern/replacement/[LU] and DEFAULT).
+	ErrMappingRule = errors.New("security: malformed ssl.principal.mapping.rules")
+	// ErrNoMappingRule: no rule of ssl.principal.mapping.rules applies to a
+	// certificate's distinguished name (the connection fails
+	// authentication, as Kafka's NoMatchingRule).
+	ErrNoMappingRule = errors.New("security: no ssl.principal.mapping.rules rule applies")
+	// ErrKeyPassword: an encrypted private key does not decrypt with
+	// ssl.key.password (a wrong password, or a corrupt key).
+	ErrKeyPassword = errors.New("security: the private key does not decrypt with ssl.key.password")
 )
 
 // ErrACL is stored ACL data that does not parse (Kafka's znode JSON or

@@ -115,9 +115,6 @@ func jaasTokens(text string) ([]jaasToken, error) {
 // PlainLoginModule is Kafka's PLAIN login module class.
 const PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
-// ScramLoginModule is Kafka's SCRAM login module class.
-const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
 // PlainUsers returns the users a PLAIN JAAS config defines, as Kafka's
 // PlainServerCallbackHandler reads them: each option user_<name>=<password>
 // of the PlainLoginModule entries.
@@ -139,4 +136,22 @@ func PlainUsers(mods []LoginModule) (map[string]string, error) {
 		return nil, fmt.Errorf("%w: no %s entry", ErrJAAS, PlainLoginModule)
 	}
 	return users, nil
+}
+
+// ScramLoginModule is Kafka's SCRAM login module class.
+const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+// ClientCredentials returns the username and password options of the
+// first JAAS entry that has both, as Kafka's client-side callback handler
+// reads them (a broker's own identity on the inter-broker listener, a
+// tool's sasl.jaas.config).
+func ClientCredentials(mods []LoginModule) (user, password string, err error) {
+	for _, m := range mods {
+		u, uok := m.Options["username"]
+		p, pok := m.Options["password"]
+		if uok && pok {
+			return u, p, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: no login module with username and password options", ErrJAAS)
 }

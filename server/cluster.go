@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/cluster"
+	"github.com/stratalog/strata/internal/kwire"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -31,6 +32,9 @@ type clusterNode struct {
 	meta      clusterMeta
 
 	rm *replica.Manager
+	// security secures this broker's connections to the others (the
+	// inter-broker listener's protocol, interbroker.go).
+	security kwire.Security
 	// leaderQuota and followerQuota are the replication throttles, the
 	// Manager's (cluster_throttle.go feeds them).
 	leaderQuota, followerQuota *replica.Quota
@@ -87,6 +91,11 @@ func (s *Server) startCluster() error {
 		names[i] = l.Name
 	}
 	cl.images.init(names)
+	sec, err := interBrokerSecurity(cfg)
+	if err != nil {
+		return err
+	}
+	cl.security = sec
 	zk, err := cluster.DialZK(cluster.ZKConfig{
 		Connect:           cfg.Cluster.ZookeeperConnect,
 		SessionTimeout:    time.Duration(cfg.Cluster.ZookeeperSessionTimeoutMs) * time.Millisecond,
@@ -207,6 +216,7 @@ func (cl *clusterNode) join() error {
 		SocketReceiveBufferBytes:          int(cc.ReplicaSocketReceiveBufferBytes),
 		HighWatermarkCheckpointIntervalMs: cc.ReplicaHWCheckpointIntervalMs,
 		Logger:                            cl.log.With("component", "replica-fetcher"),
+		Security:                          cl.security,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -56,6 +56,9 @@ type ClusterConfig struct {
 	// InterBrokerListenerName is inter.broker.listener.name ("" when unset:
 	// the listener named after security.inter.broker.protocol, PLAINTEXT).
 	InterBrokerListenerName string
+	// InterBrokerProtocol is security.inter.broker.protocol ("" when
+	// unset): the inter-broker listener is the one of that name.
+	InterBrokerProtocol string
 }
 
 // Enabled reports cluster mode: zookeeper.connect is set.
@@ -153,6 +156,15 @@ func showProtocolMap(m map[string]string) string {
 }
 
 // upperName is a listener name as Kafka keeps it.
+// parseInterBrokerProtocol parses security.inter.broker.protocol.
+func parseInterBrokerProtocol(v string) (string, error) {
+	switch u := strings.ToUpper(strings.TrimSpace(v)); u {
+	case "", protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL:
+		return u, nil
+	}
+	return "", fmt.Errorf("%q: unknown security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", v)
+}
+
 func upperName(v string) (string, error) {
 	if v == "" {
 		return "", nil
@@ -177,6 +189,9 @@ func (c *Config) interBrokerListener() string {
 	if c.Cluster.InterBrokerListenerName != "" {
 		return c.Cluster.InterBrokerListenerName
 	}
+	if c.Cluster.InterBrokerProtocol != "" {
+		return c.Cluster.InterBrokerProtocol
+	}
 	return defaultInterBrokerProtocol
 }
 
@@ -194,8 +209,9 @@ func (c *Config) advertisedListeners() []Listener {
 // cluster mode, Kafka's KafkaConfig requirements: every listener's name is
 // in listener.security.protocol.map; advertised listeners name listeners;
 // single-node mode serves one replica only; in cluster mode
-// inter.broker.listener.name is an advertised PLAINTEXT listener (brokers
-// do not dial each other over TLS or SASL yet),
+// inter.broker.listener.name (or security.inter.broker.protocol, not both)
+// is an advertised listener, and on a SASL one the broker's own mechanism
+// and credentials resolve (interbroker.go),
 // replica.fetch.wait.max.ms is at most replica.socket.timeout.ms and
 // replica.lag.time.max.ms, and a configured broker.id is at most
 // reserved.broker.max.id (1000: ids above are generated).
@@ -232,14 +248,17 @@ func checkClusterConfig(c *Config) error {
 	switch {
 	case !found:
 		return fmt.Errorf("inter.broker.listener.name %s must be a listener name in advertised.listeners (or listeners)", ibl)
-	case cc.ListenerSecurityProtocolMap[ibl] != protoPlaintext:
-		return fmt.Errorf("inter.broker.listener.name %s: security protocol %s between brokers is not supported yet: brokers talk PLAINTEXT", ibl, cc.ListenerSecurityProtocolMap[ibl])
+	case cc.InterBrokerListenerName != "" && cc.InterBrokerProtocol != "":
+		return fmt.Errorf("only one of inter.broker.listener.name and security.inter.broker.protocol should be set")
 	case cc.ReplicaFetchWaitMaxMs > cc.ReplicaSocketTimeoutMs:
 		return fmt.Errorf("replica.socket.timeout.ms %d should always be at least replica.fetch.wait.max.ms %d to prevent unnecessary socket timeouts", cc.ReplicaSocketTimeoutMs, cc.ReplicaFetchWaitMaxMs)
 	case int64(cc.ReplicaFetchWaitMaxMs) > cc.ReplicaLagTimeMaxMs:
 		return fmt.Errorf("replica.fetch.wait.max.ms %d should always be less than or equal to replica.lag.time.max.ms %d to prevent frequent changes in ISR", cc.ReplicaFetchWaitMaxMs, cc.ReplicaLagTimeMaxMs)
 	case c.NodeID > cluster.ReservedBrokerMaxID:
 		return fmt.Errorf("broker.id %d must be at most reserved.broker.max.id %d (larger ids are generated)", c.NodeID, cluster.ReservedBrokerMaxID)
+	}
+	if _, err := interBrokerSASL(c); err != nil {
+		return err
 	}
 	return nil
 }

@@ -82,8 +82,17 @@ func TestClusterConfigRefused(t *testing.T) {
 		{[]string{"listeners=SSL://h:1"}, "needs ssl.keystore.location"},
 		{[]string{"listeners=INTERNAL://h:1"}, "not in listener.security.protocol.map"},
 		{[]string{"listeners=IN://h:1", "listener.security.protocol.map=IN:SASL_PLAINTEXT"}, "GSSAPI is not supported"},
+		// inter-broker SASL: the broker's own mechanism must be enabled and
+		// its JAAS config must give its username and password
 		{[]string{zk, "listeners=IN://h:1", "listener.security.protocol.map=IN:SASL_PLAINTEXT", "inter.broker.listener.name=IN", "sasl.enabled.mechanisms=PLAIN",
-			"sasl.jaas.config=" + `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "brokers talk PLAINTEXT"},
+			"sasl.jaas.config=" + `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "sasl.mechanism.inter.broker.protocol GSSAPI must be included"},
+		{[]string{zk, "listeners=IN://h:1", "listener.security.protocol.map=IN:SASL_PLAINTEXT", "inter.broker.listener.name=IN", "sasl.enabled.mechanisms=PLAIN",
+			"sasl.mechanism.inter.broker.protocol=PLAIN",
+			"sasl.jaas.config=" + `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "needs the broker's own username and password"},
+		{[]string{zk, "listeners=SASL_PLAINTEXT://h:1", "security.inter.broker.protocol=SASL_PLAINTEXT", "sasl.enabled.mechanisms=SCRAM-SHA-512",
+			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256"}, "SCRAM-SHA-256 must be included in sasl.enabled.mechanisms (SCRAM-SHA-512)"},
+		{[]string{zk, "listeners=SASL_PLAINTEXT://h:1", "security.inter.broker.protocol=SASL_PLAINTEXT", "inter.broker.listener.name=SASL_PLAINTEXT"}, "only one of"},
+		{[]string{zk, "security.inter.broker.protocol=TLS"}, "security.inter.broker.protocol"},
 		{[]string{"listener.security.protocol.map=A:B"}, "unknown security protocol"},
 		{[]string{"listener.security.protocol.map=A:PLAINTEXT,a:SSL"}, "more than once"},
 		{[]string{"advertised.listeners=OTHER://h:1", "listener.security.protocol.map=OTHER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}, "names no listener"},

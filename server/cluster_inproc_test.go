@@ -34,6 +34,13 @@ type inprocCluster struct {
 func startInprocCluster(t *testing.T, n int, extra ...string) *inprocCluster {
 	t.Helper()
 	_, connect := testZK(t)
+	return startInprocClusterAt(t, connect, n, extra...)
+}
+
+// startInprocClusterAt is startInprocCluster on a ZooKeeper the test
+// prepared (znodes written before the brokers start).
+func startInprocClusterAt(t *testing.T, connect string, n int, extra ...string) *inprocCluster {
+	t.Helper()
 	c := &inprocCluster{t: t, connect: connect}
 	for id := int32(1); id <= int32(n); id++ {
 		dir := t.TempDir()

@@ -63,6 +63,7 @@ func (cl *clusterNode) startMember() (clusterMember, error) {
 		OnEntityConfigChange:         cl.s.quotas.entitiesChanged,
 		OnBrokerConfigChange:         cl.brokerConfigsChanged,
 		Logger:                       cl.log.With("component", "cluster"),
+		Security:                     cl.security,
 	})
 	if err != nil {
 		if errors.Is(err, ErrInconsistentClusterID) {

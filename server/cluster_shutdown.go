@@ -61,7 +61,8 @@ func (cl *clusterNode) askControlledShutdown() (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cl.cfg.Cluster.ControllerSocketTimeoutMs)*time.Millisecond)
 	defer cancel()
-	c, err := kwire.Dial(ctx, addr, kwire.Options{ClientID: "broker-" + itoa(cl.id) + "-controlled-shutdown"})
+	c, err := kwire.Dial(ctx, addr, kwire.Options{ClientID: "broker-" + itoa(cl.id) + "-controlled-shutdown",
+		Security: cl.security})
 	if err != nil {
 		return 0, err
 	}

@@ -462,6 +462,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 		val: int32In(func(c *Config) *int32 { return &c.Cluster.ControllerSocketTimeoutMs }, 1)},
 	{name: "inter.broker.listener.name", typ: kmsg.ConfigTypeString, doc: "listener brokers use to talk to each other (default: PLAINTEXT)",
 		val: field[string]{at: func(c *Config) *string { return &c.Cluster.InterBrokerListenerName }, parse: upperName, show: func(s string) string { return s }}},
+	{name: "security.inter.broker.protocol", typ: kmsg.ConfigTypeString, doc: "security protocol between brokers, the listener of that name (exclusive with inter.broker.listener.name)",
+		val: field[string]{at: func(c *Config) *string { return &c.Cluster.InterBrokerProtocol }, parse: parseInterBrokerProtocol, show: func(s string) string { return s }}},
 	{name: "leader.imbalance.check.interval.seconds", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.Cluster.LeaderImbalanceCheckIntervalSeconds }, 1)},
 	{name: "leader.imbalance.per.broker.percentage", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.LeaderImbalancePerBrokerPercentage }, minInt)},
 	{name: "listener.security.protocol.map", typ: kmsg.ConfigTypeString, doc: "security protocol of each listener name (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",

@@ -382,6 +382,9 @@ func (c *conn) serveRequest(frame []byte) error {
 	if err := c.preAuthAllowed(h.key); err != nil {
 		return err
 	}
+	if err := c.sessionExpired(h.key); err != nil {
+		return err
+	}
 	req.SetVersion(h.version)
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("%w: %s v%d: %w", ErrBadRequest, kmsg.NameForKey(h.key), h.version, err)

@@ -545,7 +545,9 @@
 // Each listener speaks the protocol listener.security.protocol.map gives
 // its name (security_config.go): PLAINTEXT; SSL and SASL_SSL wrap the
 // connection in crypto/tls (tls.go: TLS 1.2+, PEM key and trust stores,
-// ssl.client.auth, the key store reloaded when its file changes; the
+// ssl.client.auth, ssl.principal.mapping.rules (security.PrincipalMapper)
+// naming a client certificate's principal, the key store reloaded when its
+// file changes; the
 // handshake runs on the connection's goroutine within
 // connections.max.idle.ms, and a failed one closes the connection, logged);
 // SASL_PLAINTEXT and SASL_SSL start unauthenticated (sasl.go): only
@@ -558,8 +560,23 @@
 // ZooKeeper, read at each authentication). A failure is answered
 // SASL_AUTHENTICATION_FAILED (v0 handshake: no answer) after
 // connection.failed.authentication.delay.ms on the connection's own
-// goroutine, and closes the connection. A connection's principal is
+// goroutine, and closes the connection. With connections.max.reauth.ms
+// (KIP-368) a successful SaslAuthenticate gives the session lifetime; an
+// authenticated connection may run SaslHandshake v1 and SaslAuthenticate
+// again with the same mechanism and principal, and one whose session ended
+// is closed at its next other request. A connection's principal is
 // User:ANONYMOUS, User:<certificate DN> or User:<SASL user>.
+//
+// Brokers connect to each other (replica fetchers, the controller's
+// requests, AlterPartition and ControlledShutdown) on
+// inter.broker.listener.name, or the listener named by
+// security.inter.broker.protocol, with its protocol (interbroker.go): TLS
+// trusting the listener's trust store and presenting its key store's
+// certificate, SASL with sasl.mechanism.inter.broker.protocol and the
+// username/password of the listener's JAAS config for that mechanism. With
+// ACLs on, that principal needs ClusterAction on the cluster (super.users,
+// as Kafka's documentation sets it up). A failed inter-broker
+// authentication is logged at error level by the fetcher and retried.
 //
 // Fetch under TLS cannot use sendfile: the regions are read into a pooled
 // 64 KiB buffer and written through the TLS connection (copyRegion).

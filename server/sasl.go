@@ -99,6 +99,13 @@ type connAuth struct {
 	// size-prefixed frames without a request header, and are answered
 	// the same way (Kafka's pre-KIP-152 exchange).
 	raw bool
+	// KIP-368: reauth is connections.max.reauth.ms (0: sessions do not
+	// expire); expires is when the current session ends (zero: never);
+	// reauthing is set while an authenticated connection authenticates
+	// again (same mechanism, same principal).
+	reauth    time.Duration
+	expires   time.Time
+	reauthing bool
 }
 
 // initAuth sets a new connection's protocol and starting state.
@@ -107,7 +114,25 @@ func (c *conn) initAuth() {
 	c.auth.principal = anonymousPrincipal
 	if usesSASL(c.auth.proto) {
 		c.auth.state = saslHandshake
+		c.auth.reauth = time.Duration(c.s.cfg.reauthMs(c.listener)) * time.Millisecond
 	}
+}
+
+// sessionExpired says whether an authenticated SASL connection's session
+// ended (connections.max.reauth.ms) without a re-authentication: then any
+// request but the re-authentication's own closes the connection, as
+// Kafka's broker does (KIP-368).
+func (c *conn) sessionExpired(key int16) error {
+	if c.auth.expires.IsZero() || c.auth.state != saslNone || !time.Now().After(c.auth.expires) {
+		return nil
+	}
+	switch kmsg.Key(key) {
+	case kmsg.SASLHandshake, kmsg.SASLAuthenticate:
+		return nil
+	}
+	c.log.Info("closing connection: SASL session expired without re-authentication (connections.max.reauth.ms)",
+		"listener", c.listener, "principal", c.auth.principal, "request", kmsg.NameForKey(key))
+	return fmt.Errorf("%w: %s after the SASL session expired", ErrUnauthenticated, kmsg.NameForKey(key))
 }
 
 // startTLS completes the handshake of a TLS connection; false closes it.
@@ -116,7 +141,7 @@ func (c *conn) startTLS() bool {
 	if !ok {
 		return true
 	}
-	p, err := tlsHandshake(tc, c.idleDeadline())
+	p, err := tlsHandshake(tc, c.idleDeadline(), c.s.sec.tls[c.listener].set.principals)
 	if err != nil {
 		c.log.Info("closing connection: TLS handshake failed", "listener", c.listener, "error", err)
 		return false
@@ -147,6 +172,18 @@ func (c *conn) handleSaslHandshake(h *reqHeader, r *kmsg.SASLHandshakeRequest) e
 	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	mechs := c.s.sec.mechs[c.listener]
 	resp.SupportedMechanisms = mechs
+	if c.auth.state == saslNone && c.auth.mech != "" && r.Version >= 1 {
+		// KIP-368 re-authentication: the session's mechanism again
+		if r.Mechanism != c.auth.mech {
+			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+			c.log.Info("closing connection: re-authentication changes the SASL mechanism", "from", c.auth.mech, "to", r.Mechanism)
+			if err := c.writeResponse(h, resp); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: re-authentication with %s, not %s", security.ErrMechanism, r.Mechanism, c.auth.mech)
+		}
+		c.auth.state, c.auth.reauthing = saslHandshake, true
+	}
 	if c.auth.state != saslHandshake {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return c.writeResponse(h, resp)
@@ -183,7 +220,9 @@ func (c *conn) handleRawSASL(token []byte) error {
 		return fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	if done {
-		c.authenticated(user)
+		if err := c.authenticated(user); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		}
 	}
 	b := binary.BigEndian.AppendUint32(c.wbuf[:0], uint32(len(out)))
 	b = append(b, out...)
@@ -201,11 +240,27 @@ func (c *conn) saslStep(token []byte) (user string, out []byte, done bool, err e
 	return c.auth.scram.User(), out, done, err
 }
 
-// authenticated ends a successful exchange.
-func (c *conn) authenticated(user string) {
+// authenticated ends a successful exchange: the principal, and with
+// connections.max.reauth.ms the session's end. A re-authentication must
+// keep the principal (Kafka: "Cannot change principals during
+// re-authentication").
+func (c *conn) authenticated(user string) error {
+	p := "User:" + user
+	if c.auth.reauthing && p != c.auth.principal {
+		return fmt.Errorf("%w: cannot change principals during re-authentication from %s to %s", security.ErrAuthentication, c.auth.principal, p)
+	}
 	c.auth.state, c.auth.scram, c.auth.raw = saslNone, nil, false
-	c.auth.principal = "User:" + user
+	c.auth.principal = p
+	if c.auth.reauth > 0 {
+		c.auth.expires = time.Now().Add(c.auth.reauth)
+	}
+	if c.auth.reauthing {
+		c.auth.reauthing = false
+		c.log.Debug("re-authenticated", "listener", c.listener, "mechanism", c.auth.mech, "principal", p)
+		return nil
+	}
 	c.log.Info("authenticated", "listener", c.listener, "mechanism", c.auth.mech, "principal", c.auth.principal)
+	return nil
 }
 
 // handleSaslAuthenticate takes the next token of the exchange. Success
@@ -225,6 +280,9 @@ func (c *conn) handleSaslAuthenticate(h *reqHeader, r *kmsg.SASLAuthenticateRequ
 		return fmt.Errorf("%w: %s", ErrUnauthenticated, msg)
 	}
 	user, out, done, err := c.saslStep(r.SASLAuthBytes)
+	if err == nil && done {
+		err = c.authenticated(user)
+	}
 	if err != nil {
 		c.log.Info("authentication failed", "listener", c.listener, "mechanism", c.auth.mech, "user", user, "error", err)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
@@ -242,8 +300,8 @@ func (c *conn) handleSaslAuthenticate(h *reqHeader, r *kmsg.SASLAuthenticateRequ
 		return fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	resp.SASLAuthBytes = out
-	if done {
-		c.authenticated(user)
+	if done && c.auth.reauth > 0 {
+		resp.SessionLifetimeMillis = c.auth.reauth.Milliseconds()
 	}
 	return c.writeResponse(h, resp)
 }

@@ -113,6 +113,16 @@ func (c *Config) saslMechanisms(listener string) []string {
 	return out
 }
 
+// reauthMs is a listener's connections.max.reauth.ms (Kafka's default 0:
+// sessions do not expire).
+func (c *Config) reauthMs(listener string) int64 {
+	v, err := strconv.ParseInt(c.Security.get(listener, "connections.max.reauth.ms", "0"), 10, 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
 // authFailureDelayMs is connection.failed.authentication.delay.ms (Kafka's
 // default 100): how long a failed authentication's answer is held back.
 func (c *Config) authFailureDelayMs() int64 {
@@ -132,6 +142,13 @@ func (c *Config) authFailureDelayMs() int64 {
 func checkSecurity(c *Config) error {
 	if err := checkACLConfig(c); err != nil {
 		return err
+	}
+	for k, v := range c.Security.Props {
+		if k == "connections.max.reauth.ms" || strings.HasSuffix(k, ".connections.max.reauth.ms") {
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+				return fmt.Errorf("%s %q: want a number of ms, at least 0", k, v)
+			}
+		}
 	}
 	if v, ok := c.Security.Props["connection.failed.authentication.delay.ms"]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {

@@ -90,7 +90,8 @@ func (p *testPKI) issue(t testing.TB, cn string, server bool, notAfter time.Time
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 	}
 	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		// a broker presents it as client too (inter-broker TLS)
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 		tmpl.DNSNames = []string{"localhost"}
 	} else {

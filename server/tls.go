@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -25,6 +24,8 @@ type tlsSettings struct {
 	clientAuth         tls.ClientAuthType
 	minVersion         uint16
 	maxVersion         uint16
+	principals         *security.PrincipalMapper // ssl.principal.mapping.rules
+	keyPassword        string                    // ssl.key.password: the key is encrypted PKCS#8
 }
 
 // tlsSettingsFor resolves and checks a listener's TLS properties without
@@ -43,12 +44,12 @@ func tlsSettingsFor(c *Config, listener string) (*tlsSettings, error) {
 			return nil, fmt.Errorf("%s=%s: strata reads PEM key and trust stores only (set %s=PEM; convert a JKS or PKCS12 store with keytool and openssl)", k, t, k)
 		}
 	}
-	if g("ssl.key.password", "") != "" {
-		return nil, fmt.Errorf("ssl.key.password: encrypted private keys are not supported; keep the key unencrypted in a file only the broker can read")
+	s.keyPassword = g("ssl.key.password", "")
+	mapper, err := security.ParsePrincipalMappingRules(g("ssl.principal.mapping.rules", "DEFAULT"))
+	if err != nil {
+		return nil, fmt.Errorf("ssl.principal.mapping.rules: %w", err)
 	}
-	if r := g("ssl.principal.mapping.rules", "DEFAULT"); strings.TrimSpace(r) != "DEFAULT" {
-		return nil, fmt.Errorf("ssl.principal.mapping.rules %q: only DEFAULT (the certificate's distinguished name) is supported", r)
-	}
+	s.principals = mapper
 	if s.keystoreLocation == "" && (s.keystoreChain == "" || s.keystoreKey == "") {
 		return nil, fmt.Errorf("a TLS listener needs ssl.keystore.location (PEM key and certificate chain) or ssl.keystore.certificate.chain with ssl.keystore.key")
 	}
@@ -162,8 +163,9 @@ func (lt *listenerTLS) load() (*tls.Config, string, error) {
 		}
 		chain, key = b, b
 	}
-	if bytes.Contains(key, []byte("ENCRYPTED")) {
-		return nil, "", fmt.Errorf("%w: the private key is encrypted; strata reads unencrypted PEM keys only", security.ErrPEM)
+	key, err := security.DecryptPEMKey(key, set.keyPassword)
+	if err != nil {
+		return nil, "", err
 	}
 	cert, err := tls.X509KeyPair(chain, key)
 	if err != nil {
@@ -209,16 +211,22 @@ func (lt *listenerTLS) load() (*tls.Config, string, error) {
 
 // tlsHandshake completes a TLS connection's handshake within the idle
 // deadline and returns the client's principal: User:<the certificate's
-// distinguished name> when it sent a verified certificate, else
-// User:ANONYMOUS (Kafka's DefaultKafkaPrincipalBuilder).
-func tlsHandshake(tc *tls.Conn, deadline time.Time) (string, error) {
+// distinguished name, mapped by ssl.principal.mapping.rules> when it sent
+// a verified certificate, else User:ANONYMOUS (Kafka's
+// DefaultKafkaPrincipalBuilder). A name no rule applies to fails the
+// connection (security.ErrNoMappingRule), as Kafka's NoMatchingRule does.
+func tlsHandshake(tc *tls.Conn, deadline time.Time, rules *security.PrincipalMapper) (string, error) {
 	_ = tc.SetDeadline(deadline)
 	if err := tc.Handshake(); err != nil {
 		return "", err
 	}
 	_ = tc.SetDeadline(time.Time{})
 	if pc := tc.ConnectionState().PeerCertificates; len(pc) > 0 {
-		return "User:" + pc[0].Subject.String(), nil
+		name, err := rules.Map(pc[0].Subject.String())
+		if err != nil {
+			return "", err
+		}
+		return "User:" + name, nil
 	}
 	return anonymousPrincipal, nil
 }

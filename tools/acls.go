@@ -25,9 +25,10 @@ func aclsCommand() *cli.Command {
 		Description: `Talks to any broker with authorizer.class.name set. Operations are Kafka's:
 Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs,
 AlterConfigs, IdempotentWrite, All. Principals are Type:name (User:alice, User:*).
-The host defaults to * (every address). The client connects in PLAINTEXT: run it
-against a listener whose principal may Alter (add, remove) or Describe (list) the
-cluster, e.g. a PLAINTEXT listener on loopback with super.users=User:ANONYMOUS.
+The host defaults to * (every address). The connection's principal must be allowed to Alter (add,
+remove) or Describe (list) the cluster: a super user through --command-config FILE
+(Kafka client properties: security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config),
+or a PLAINTEXT listener on loopback with super.users=User:ANONYMOUS.
 
 Examples:
    strata acls --bootstrap-server 127.0.0.1:9092 --add --allow-principal User:alice --operation Read --operation Write --topic orders
@@ -36,6 +37,7 @@ Examples:
    strata acls --bootstrap-server 127.0.0.1:9092 --remove --allow-principal User:alice --topic orders`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] (required)"},
+			commandConfigFlag(),
 			&cli.BoolFlag{Name: "add"}, &cli.BoolFlag{Name: "remove"}, &cli.BoolFlag{Name: "list"},
 			&cli.StringSliceFlag{Name: "allow-principal"}, &cli.StringSliceFlag{Name: "deny-principal"},
 			&cli.StringFlag{Name: "principal", Usage: "--list: only this principal's"},
@@ -55,7 +57,7 @@ type aclResource struct {
 }
 
 func runACLs(c *cli.Context) error {
-	boot := c.String("bootstrap-server")
+	boot := c.String("bootstrap-server") + c.String("command-config")
 	verbs := 0
 	for _, v := range []string{"add", "remove", "list"} {
 		if c.Bool(v) {
@@ -118,7 +120,11 @@ func runACLs(c *cli.Context) error {
 			entries = append(entries, entry{p, h, kmsg.ACLPermissionTypeDeny})
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.ClientID("strata-acls"))
+	cfg, err := clientFromFlags(c, "strata-acls")
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(cfg.kgoOpts()...)
 	if err != nil {
 		return failErr(err)
 	}

@@ -31,10 +31,12 @@ kafka-configs.sh does); the broker stores only the salted keys. Iterations:
 producer_byte_rate, consumer_byte_rate (bytes/s), request_percentage,
 controller_mutation_rate, for a user, a client id, or a user and a client id
 (--user/--client, or --user-defaults/--client-defaults for the defaults);
---entity-default names the entity type's default. The client connects in
-PLAINTEXT (see strata acls).`,
+--entity-default names the entity type's default. --command-config FILE takes
+Kafka client properties (security.protocol, ssl.*, sasl.mechanism,
+sasl.jaas.config) to reach a TLS or SASL listener.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] (required)"},
+			commandConfigFlag(),
 			&cli.BoolFlag{Name: "alter"}, &cli.BoolFlag{Name: "describe"},
 			&cli.StringFlag{Name: "entity-type", Usage: "users or clients"},
 			&cli.StringFlag{Name: "entity-name"},
@@ -51,7 +53,7 @@ PLAINTEXT (see strata acls).`,
 }
 
 func runConfigs(c *cli.Context) error {
-	boot := c.String("bootstrap-server")
+	boot := c.String("bootstrap-server") + c.String("command-config")
 	ent, err := configEntity(c)
 	switch {
 	case err != nil:
@@ -63,7 +65,11 @@ func runConfigs(c *cli.Context) error {
 	case c.Bool("alter") && !ent.named():
 		return usageErr("--alter needs --entity-name or --entity-default (or --user/--client)")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.ClientID("strata-configs"))
+	cfg, err := clientFromFlags(c, "strata-configs")
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(cfg.kgoOpts()...)
 	if err != nil {
 		return failErr(err)
 	}

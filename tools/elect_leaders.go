@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -36,7 +35,7 @@ lost). The partitions: --topic with --partition, --all-topic-partitions, or
 Exit status: 0 done, 1 some partition could not be elected, 2 usage error or no broker.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
-			&cli.StringFlag{Name: "command-config", Usage: "Kafka client properties file (bootstrap.servers, client.id)"},
+			commandConfigFlag(),
 			&cli.StringFlag{Name: "election-type", Usage: "preferred or unclean"},
 			&cli.StringFlag{Name: "topic", Usage: "the topic (with --partition)"},
 			&cli.IntFlag{Name: "partition", Value: -1, Usage: "the partition (with --topic)"},
@@ -89,29 +88,15 @@ func runElectLeaders(c *cli.Context) error {
 	if n != 1 {
 		return usageErr("give exactly one of --topic/--partition, --all-topic-partitions, --path-to-json-file")
 	}
-	cfg, err := loadClientConfig(c.String("command-config"), c.App.ErrWriter)
+	b, ctx, closeAdmin, err := adminFromFlags(c, "strata-elect-leaders", "list")
 	if err != nil {
 		return err
 	}
-	cfg.clientID = "strata-elect-leaders"
-	if bs := c.String("bootstrap-server"); bs != "" {
-		cfg.bootstrap = splitServers(bs)
-	}
-	if len(cfg.bootstrap) == 0 {
-		return usageErr("--bootstrap-server is required")
-	}
-	timeout := c.Duration("timeout")
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
-	defer cancel()
-	b, err := dialAdmin(ctx, cfg, "list", timeout)
-	if err != nil {
-		return err
-	}
-	defer b.close()
+	defer closeAdmin()
 	if !b.apis[int16(kmsg.ElectLeaders)] {
 		return failErr(fmt.Errorf("the broker does not support ElectLeaders (key 43): not a cluster?"))
 	}
-	req.TimeoutMillis = int32(min(timeout.Milliseconds(), 1<<31-1))
+	req.TimeoutMillis = int32(min(c.Duration("timeout").Milliseconds(), 1<<31-1))
 	resp, err := req.RequestWith(ctx, b.cl)
 	if err != nil {
 		return failErr(fmt.Errorf("ElectLeaders: %w", err))

@@ -56,6 +56,7 @@ it (does not exist, has members, ...), 2 usage error or the broker cannot be rea
 (or does not support the request). Broker errors are printed with Kafka's error name.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to (required)"},
+			commandConfigFlag(),
 			&cli.BoolFlag{Name: "list", Usage: "list all consumer groups"},
 			&cli.BoolFlag{Name: "describe", Usage: "describe a group: offsets and lag per partition"},
 			&cli.BoolFlag{Name: "reset-offsets", Usage: "reset the group's committed offsets (dry run unless --execute)"},
@@ -126,9 +127,12 @@ func runGroups(c *cli.Context) error {
 			return err
 		}
 	}
-	seeds := strings.Split(c.String("bootstrap-server"), ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("strata-groups"),
-		kgo.DialTimeout(timeout), kgo.RetryTimeout(timeout), kgo.RequestTimeoutOverhead(timeout))
+	cfg, err := clientFromFlags(c, "strata-groups")
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(cfg.kgoOpts(),
+		kgo.DialTimeout(timeout), kgo.RetryTimeout(timeout), kgo.RequestTimeoutOverhead(timeout))...)
 	if err != nil {
 		return usageErr("--bootstrap-server: %v", err)
 	}
@@ -136,7 +140,7 @@ func runGroups(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
 	if err := cl.Ping(ctx); err != nil {
-		return failErr(fmt.Errorf("cannot reach a broker at %s: %w", c.String("bootstrap-server"), err))
+		return failErr(fmt.Errorf("cannot reach a broker at %s: %w", strings.Join(cfg.bootstrap, ","), err))
 	}
 	apis := groupsAPIs[action]
 	if c.Bool("all-groups") {
@@ -163,7 +167,7 @@ func runGroups(c *cli.Context) error {
 
 // groupsAction checks the flag combination and returns the one action.
 func groupsAction(c *cli.Context) (string, error) {
-	if c.String("bootstrap-server") == "" {
+	if c.String("bootstrap-server") == "" && c.String("command-config") == "" {
 		return "", usageErr("--bootstrap-server HOST:PORT is required")
 	}
 	var action string

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -34,7 +33,7 @@ partitions. --topic-list keeps only those topics' replicas. Exit status: 0 done,
 did not answer, 2 usage error or no broker.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
-			&cli.StringFlag{Name: "command-config", Usage: "Kafka client properties file (bootstrap.servers, client.id)"},
+			commandConfigFlag(),
 			&cli.BoolFlag{Name: "describe", Usage: "describe the log dirs"},
 			&cli.StringFlag{Name: "broker-list", Usage: "the brokers to ask (default: all)"},
 			&cli.StringFlag{Name: "topic-list", Usage: "the topics to show (default: all)"},
@@ -86,25 +85,11 @@ func runLogDirs(c *cli.Context) error {
 			}
 		}
 	}
-	cfg, err := loadClientConfig(c.String("command-config"), c.App.ErrWriter)
+	b, ctx, done, err := adminFromFlags(c, "strata-log-dirs", "list")
 	if err != nil {
 		return err
 	}
-	cfg.clientID = "strata-log-dirs"
-	if bs := c.String("bootstrap-server"); bs != "" {
-		cfg.bootstrap = splitServers(bs)
-	}
-	if len(cfg.bootstrap) == 0 {
-		return usageErr("--bootstrap-server is required")
-	}
-	timeout := c.Duration("timeout")
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
-	defer cancel()
-	b, err := dialAdmin(ctx, cfg, "list", timeout)
-	if err != nil {
-		return err
-	}
-	defer b.close()
+	defer done()
 	if !b.apis[35] {
 		return failErr(fmt.Errorf("the broker does not support DescribeLogDirs (key 35)"))
 	}

@@ -28,6 +28,7 @@ type mirrorOptions struct {
 	progress       time.Duration // 0: no progress lines
 	shutdown       time.Duration
 	consumerOpts   []kgo.Opt // from --consumer.config
+	sourceSecurity []kgo.Opt // TLS/SASL of --consumer.config (also in consumerOpts)
 	producerOpts   []kgo.Opt // from --producer.config
 	warnings       []string  // property keys reported and ignored
 }
@@ -168,8 +169,13 @@ func (o *mirrorOptions) consumerProperties(path string) error {
 		n, err := propInt(path, k, kv[k])
 		return time.Duration(n) * time.Millisecond, err
 	}
+	sec := map[string]string{}
 	for _, k := range keys {
 		v := strings.TrimSpace(kv[k])
+		if k == "security.protocol" || clientSecurityKeys[k] {
+			sec[k] = v
+			continue
+		}
 		var err error
 		var n int
 		var d time.Duration
@@ -228,6 +234,12 @@ func (o *mirrorOptions) consumerProperties(path string) error {
 			return err
 		}
 	}
+	opts, err := clientSecurity(sec)
+	if err != nil {
+		return usageErr("--consumer.config %s: %v", path, err)
+	}
+	o.sourceSecurity = opts
+	o.consumerOpts = append(o.consumerOpts, opts...)
 	return nil
 }
 
@@ -236,8 +248,13 @@ func (o *mirrorOptions) producerProperties(path string) error {
 	if err != nil {
 		return err
 	}
+	sec := map[string]string{}
 	for _, k := range keys {
 		v := strings.TrimSpace(kv[k])
+		if k == "security.protocol" || clientSecurityKeys[k] {
+			sec[k] = v
+			continue
+		}
 		var err error
 		var n int
 		switch k {
@@ -275,5 +292,10 @@ func (o *mirrorOptions) producerProperties(path string) error {
 			return err
 		}
 	}
+	opts, err := clientSecurity(sec)
+	if err != nil {
+		return usageErr("--producer.config %s: %v", path, err)
+	}
+	o.producerOpts = append(o.producerOpts, opts...)
 	return nil
 }

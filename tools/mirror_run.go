@@ -94,7 +94,7 @@ func newMirror(opts mirrorOptions, stderr io.Writer) (*mirror, error) {
 		return nil, fmt.Errorf("mirror: target client: %w", err)
 	}
 	m.tgt = kadm.NewClient(m.prod)
-	if m.srcCl, err = kgo.NewClient(kgo.SeedBrokers(opts.source...)); err != nil {
+	if m.srcCl, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.source...)}, opts.sourceSecurity...)...); err != nil {
 		m.prod.Close()
 		return nil, fmt.Errorf("mirror: source client: %w", err)
 	}

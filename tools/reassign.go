@@ -61,7 +61,7 @@ complete: run it until it says so. Exit status: 0 done,
 1 refused by the cluster or a reassignment failed, 2 usage error, bad plan or no broker.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
-			&cli.StringFlag{Name: "command-config", Usage: "Kafka client properties file (bootstrap.servers, client.id)"},
+			commandConfigFlag(),
 			&cli.BoolFlag{Name: "generate", Usage: "propose a reassignment"},
 			&cli.BoolFlag{Name: "execute", Usage: "start the reassignment of --reassignment-json-file"},
 			&cli.BoolFlag{Name: "verify", Usage: "report the status of the reassignment of --reassignment-json-file"},
@@ -122,25 +122,11 @@ func runReassign(c *cli.Context) error {
 			return err
 		}
 	}
-	cfg, err := loadClientConfig(c.String("command-config"), c.App.ErrWriter)
+	b, ctx, done, err := adminFromFlags(c, "strata-reassign", "list")
 	if err != nil {
 		return err
 	}
-	cfg.clientID = "strata-reassign"
-	if bs := c.String("bootstrap-server"); bs != "" {
-		cfg.bootstrap = splitServers(bs)
-	}
-	if len(cfg.bootstrap) == 0 {
-		return usageErr("--bootstrap-server is required")
-	}
-	timeout := c.Duration("timeout")
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
-	defer cancel()
-	b, err := dialAdmin(ctx, cfg, "list", timeout)
-	if err != nil {
-		return err
-	}
-	defer b.close()
+	defer done()
 	for _, k := range []int16{keyAlterPartitionReassignments, keyListPartitionReassignments} {
 		if !b.apis[k] {
 			return failErr(fmt.Errorf("the broker does not support %s (key %d): not a cluster?", kmsg.NameForKey(k), k))

@@ -70,7 +70,7 @@ error name is printed, e.g. TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR), 2
 error or no broker reachable (or one without the request).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
-			&cli.StringFlag{Name: "command-config", Usage: "Kafka client properties file (bootstrap.servers, client.id)"},
+			commandConfigFlag(),
 			&cli.StringFlag{Name: "zookeeper", Usage: "HOST:PORT[,HOST:PORT...][/chroot] (Kafka 2.x's way: reads and writes the znodes)"},
 			&cli.BoolFlag{Name: "create", Usage: "create a topic"},
 			&cli.BoolFlag{Name: "list", Usage: "list the topics"},
@@ -232,15 +232,9 @@ func openTopicsBackend(ctx context.Context, c *cli.Context, action string, timeo
 	if zk := c.String("zookeeper"); zk != "" {
 		return openZooKeeperBackend(zk, timeout)
 	}
-	cfg, err := loadClientConfig(c.String("command-config"), errw)
+	cfg, err := clientFromFlags(c, "strata-topics")
 	if err != nil {
 		return nil, err
-	}
-	if bs := c.String("bootstrap-server"); bs != "" {
-		cfg.bootstrap = splitServers(bs)
-	}
-	if len(cfg.bootstrap) == 0 {
-		return nil, usageErr("--bootstrap-server must be specified (or bootstrap.servers in --command-config)")
 	}
 	return dialAdmin(ctx, cfg, action, timeout)
 }

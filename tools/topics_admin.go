@@ -52,8 +52,8 @@ var topicsAPIs = map[string][]int16{
 func dialAdmin(ctx context.Context, cfg *clientConfig, action string, timeout time.Duration) (*adminBackend, error) {
 	// A broker that accepts connections but never answers (stopped) costs
 	// one request at most 10 s, then the request is retried elsewhere.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.bootstrap...), kgo.ClientID(cfg.clientID),
-		kgo.DialTimeout(min(timeout, 10*time.Second)), kgo.RetryTimeout(timeout), kgo.RequestTimeoutOverhead(min(timeout, 10*time.Second)))
+	cl, err := kgo.NewClient(append(cfg.kgoOpts(),
+		kgo.DialTimeout(min(timeout, 10*time.Second)), kgo.RetryTimeout(timeout), kgo.RequestTimeoutOverhead(min(timeout, 10*time.Second)))...)
 	if err != nil {
 		return nil, usageErr("--bootstrap-server: %v", err)
 	}

@@ -101,10 +101,12 @@ func TestTopicsCommandConfig(t *testing.T) {
 		t.Errorf("--list: %q", r.stdout)
 	}
 	for _, c := range []struct{ props, want string }{
-		{"security.protocol=SASL_SSL\n", "security.protocol=SASL_SSL is not supported yet"},
-		{"security.protocol=SSL\n", "security.protocol=SSL is not supported yet"},
-		{"sasl.mechanism=PLAIN\n", "sasl.mechanism is not supported yet"},
-		{"ssl.truststore.location=/etc/ts.jks\n", "ssl.truststore.location is not supported yet"},
+		// security settings that cannot work are usage errors before any connection
+		{"security.protocol=TLS\n", "security.protocol=TLS: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"},
+		{"security.protocol=SASL_SSL\n", "sasl.mechanism=GSSAPI"},
+		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n", "sasl.jaas.config"},
+		{"security.protocol=SSL\nssl.truststore.type=JKS\nssl.truststore.location=/etc/ts.jks\n", "PEM stores only"},
+		{"security.protocol=SSL\nssl.truststore.location=/nonexistent/ts.pem\n", "ssl.truststore.location"},
 	} {
 		p := writeProps(t, "bootstrap.servers="+addr+"\n"+c.props)
 		if r := runTopicsCmd(t, "", "--command-config", p, "--list"); r.code != ExitUsage || !strings.Contains(r.stderr, c.want) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Options tune Dial. The zero value is usable.
@@ -32,6 +33,8 @@ type Options struct {
 	// (replica.fetch.response.max.bytes) so that catching up does not
 	// allocate and fault in a new buffer per fetch.
 	KeepBufferBytes int
+	// Security: TLS and SASL (zero: PLAINTEXT).
+	Security Security
 }
 
 // Conn is one connection to a broker. Its methods may be called from
@@ -42,6 +45,13 @@ type Conn struct {
 	max      int32
 	keep     int
 	addr     string
+
+	sessionLifetimeMs int64 // SASL's (KIP-368)
+	// KIP-368: the mechanism authenticated with, and when to authenticate
+	// again (zero: never); amu serializes the re-authentication
+	mech     sasl.Mechanism
+	amu      sync.Mutex
+	reauthAt time.Time
 
 	mu       sync.Mutex
 	corr     int32
@@ -97,6 +107,10 @@ func Dial(ctx context.Context, addr string, o Options) (*Conn, error) {
 		id := o.ClientID
 		c.clientID = &id
 	}
+	if err := c.secure(dctx, &o); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -117,6 +131,15 @@ func (c *Conn) Close() error {
 
 // Request sends req (at req.GetVersion()) and returns its response.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if err := c.maybeReauth(ctx); err != nil {
+		return nil, err
+	}
+	return c.request(ctx, req)
+}
+
+// request is Request without the re-authentication check (the SASL
+// exchange's own requests).
+func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
@@ -141,6 +164,9 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 // (the other inter-broker responses have no byte fields; kmsg copies
 // strings).
 func (c *Conn) Pipeline(ctx context.Context, reqs ...kmsg.Request) ([]kmsg.Response, error) {
+	if err := c.maybeReauth(ctx); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {

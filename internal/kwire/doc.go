@@ -37,6 +37,14 @@
 // buffer and are valid until the next call on the same Conn; copy them to
 // keep them longer.
 //
+// # Security
+//
+// Options.Security secures a connection as the inter-broker listener's
+// security protocol asks: TLS (crypto/tls, the handshake within Dial's
+// timeout), then SASL (SaslHandshake v1 and SaslAuthenticate v1 rounds
+// driven by a franz-go sasl.Mechanism), before Dial returns; a refusal is
+// ErrAuthentication naming the broker's error.
+//
 // # Versions
 //
 // Versions pins the highest version strata sends of each inter-broker API,

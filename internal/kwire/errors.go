@@ -14,4 +14,6 @@ var (
 	// ErrUnsupportedVersion: the broker does not support any version of an
 	// API that strata can send.
 	ErrUnsupportedVersion = errors.New("kwire: no common version")
+	// ErrAuthentication: the TLS handshake or the SASL exchange failed.
+	ErrAuthentication = errors.New("kwire: authentication failed")
 )
