@@ -14,22 +14,27 @@ import (
 )
 
 // TestMemberDeposedControllerFenced: /controller is deleted behind the
-// controller's back while its watch events are held (it does not know), so
-// another broker is elected with epoch 2. The deposed controller then
-// decides a write (an AlterPartition): its multi fails on the
-// /controller_epoch check, nothing lands, and it resigns.
+// controller's back while its /controller watch events are held (it does
+// not know), so another broker is elected with epoch 2. The deposed
+// controller then decides a write (an AlterPartition): its multi fails on
+// the /controller_epoch check, nothing lands, and it resigns.
+//
+// The /controller watch is held by the member's handle (controllerWatchGate),
+// not by zksim's Options.Hold: zksim delivers a handle's held events before
+// its next call (as ZooKeeper sends a watch event before a later answer), and
+// the deposed controller may still read something (its topic's follow-up
+// reads under load), which let it notice before the test made it write.
 func TestMemberDeposedControllerFenced(t *testing.T) {
-	var holdClient atomic.Int32
-	holdClient.Store(-1)
-	srv := zksim.NewServer(zksim.Options{Hold: func(d zksim.Delivery) bool {
-		return int32(d.Client) == holdClient.Load() && d.Watch != nil
-	}})
+	srv := zksim.NewServer(zksim.Options{})
 	c := &simCluster{srv: srv}
+	var gates []*controllerWatchGate
 	for i := 1; i <= 3; i++ {
 		b := startTestBroker(t, int32(i))
 		h := srv.Connect()
-		c.brokers, c.handles = append(c.brokers, b), append(c.handles, h)
-		c.members = append(c.members, startMember(t, memberConfig(t, h, b)))
+		g := newControllerWatchGate(h)
+		t.Cleanup(g.release)
+		c.brokers, c.handles, gates = append(c.brokers, b), append(c.handles, h), append(gates, g)
+		c.members = append(c.members, startMember(t, memberConfig(t, g, b)))
 	}
 	a := srv.Connect()
 	defer a.Close()
@@ -41,8 +46,10 @@ func TestMemberDeposedControllerFenced(t *testing.T) {
 	waitFor(t, 10*time.Second, "led", func() bool { return allLed(t, c.admin, "f", 1, map[int32]bool{1: true, 2: true, 3: true}) })
 	before, _ := c.admin.PartitionState("f", 0)
 
-	i := slices.Index(c.members, old)
-	holdClient.Store(int32(c.handles[i].Client()))
+	gate := gates[slices.Index(c.members, old)]
+	// the deposed controller must not be reading /controller when it is
+	// deleted: wait until it has read it after setting its last watch
+	waitFor(t, 10*time.Second, "the controller to watch /controller", gate.holdWhenSettled)
 	if err := a.Delete(cluster.ControllerPath, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +78,107 @@ func TestMemberDeposedControllerFenced(t *testing.T) {
 	if after.Version != before.Version || !slices.Equal(after.ISR, before.ISR) {
 		t.Fatalf("a deposed controller's write landed: %+v -> %+v", before, after)
 	}
-	holdClient.Store(-1)
-	srv.DeliverAll()
+	gate.release()
 	waitFor(t, 10*time.Second, "the deposed controller to resign", func() bool { return !old.IsController() })
 	if controllerOf(t, c.members) != next {
 		t.Fatal("the controller changed again")
 	}
+}
+
+// controllerWatchGate is a member's ZooKeeper handle that, once held,
+// keeps the events of its /controller watches back until release (the
+// controller has not yet seen the change); everything else passes.
+type controllerWatchGate struct {
+	*zksim.Session
+	mu      sync.Mutex
+	held    bool
+	gate    chan struct{} // closed by release
+	watched bool          // an ExistsW of /controller found it
+	settled bool          // and a Get of it followed, with no ExistsW since
+}
+
+func newControllerWatchGate(s *zksim.Session) *controllerWatchGate {
+	return &controllerWatchGate{Session: s, gate: make(chan struct{})}
+}
+
+// holdWhenSettled holds, and reports true, once the member has set its
+// /controller watch and read /controller after it (Kafka's controller
+// does the same: exists watch, then read), with no read of it since.
+func (g *controllerWatchGate) holdWhenSettled() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.settled {
+		g.held = true
+	}
+	return g.held
+}
+
+func (g *controllerWatchGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		g.held = false
+		close(g.gate)
+	}
+}
+
+// relay forwards a /controller watch's event, after release when it fires
+// while held.
+func (g *controllerWatchGate) relay(path string, in <-chan cluster.WatchEvent) <-chan cluster.WatchEvent {
+	if path != cluster.ControllerPath || in == nil {
+		return in
+	}
+	out := make(chan cluster.WatchEvent, 1)
+	go func() {
+		defer close(out)
+		ev, ok := <-in
+		if !ok {
+			return
+		}
+		g.mu.Lock()
+		held, gate := g.held, g.gate
+		g.mu.Unlock()
+		if held {
+			<-gate
+		}
+		out <- ev
+	}()
+	return out
+}
+
+func (g *controllerWatchGate) ExistsW(p string) (bool, cluster.Stat, <-chan cluster.WatchEvent, error) {
+	if p == cluster.ControllerPath {
+		g.mu.Lock()
+		g.watched, g.settled = false, false
+		g.mu.Unlock()
+	}
+	ok, st, w, err := g.Session.ExistsW(p)
+	if p == cluster.ControllerPath {
+		g.mu.Lock()
+		g.watched = ok && err == nil
+		g.mu.Unlock()
+	}
+	return ok, st, g.relay(p, w), err
+}
+
+func (g *controllerWatchGate) Get(p string) ([]byte, cluster.Stat, error) {
+	if p == cluster.ControllerPath {
+		g.mu.Lock()
+		g.settled = false
+		g.mu.Unlock()
+	}
+	data, st, err := g.Session.Get(p)
+	if p == cluster.ControllerPath {
+		g.mu.Lock()
+		g.settled = g.watched && err == nil
+		g.mu.Unlock()
+	}
+	return data, st, err
+}
+
+func (g *controllerWatchGate) GetW(p string) ([]byte, cluster.Stat, <-chan cluster.WatchEvent, error) {
+	data, st, w, err := g.Session.GetW(p)
+	return data, st, g.relay(p, w), err
 }
 
 func alterISR(topic string, p int32, leader int32, epoch int64, st *cluster.PartitionState, isr []int32) *kmsg.AlterPartitionRequest {
