@@ -407,6 +407,13 @@ func (z *ZKConn) mapErr(p string, err error) error {
 // silent partition (packets dropped, no reset) a call would hang two
 // minutes at Kafka's 18 s. Clamped, it gives up on the server after one
 // session timeout and fails the queued calls with ErrConnectionLoss.
+//
+// Until the connection's first answer (the connect response) the limit is
+// a third of the session timeout: a peer that accepts and never answers
+// (while ZooKeeper restarts, its free port can be anything's for a moment)
+// would otherwise hold the client a whole session timeout, so the session
+// expired before it tried the real server again. A live server answers a
+// connect request at once; two thirds of the session are left to find one.
 func clampDeadlines(dial func(string, string, time.Duration) (net.Conn, error), max time.Duration) func(string, string, time.Duration) (net.Conn, error) {
 	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
 		c, err := dial(network, addr, timeout)
@@ -419,14 +426,27 @@ func clampDeadlines(dial func(string, string, time.Duration) (net.Conn, error), 
 
 type clampConn struct {
 	net.Conn
-	max time.Duration
+	max      time.Duration
+	answered atomic.Bool // a read returned data: the handshake is answered
 }
 
 func (c *clampConn) clamp(t time.Time) time.Time {
-	if lim := time.Now().Add(c.max); !t.IsZero() && t.After(lim) {
+	max := c.max
+	if !c.answered.Load() {
+		max /= 3
+	}
+	if lim := time.Now().Add(max); !t.IsZero() && t.After(lim) {
 		return lim
 	}
 	return t
+}
+
+func (c *clampConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.answered.Store(true)
+	}
+	return n, err
 }
 
 func (c *clampConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.clamp(t)) }
