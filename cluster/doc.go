@@ -18,7 +18,9 @@
 // session timeout to the same session (its watches are set again and fire
 // for what changed meanwhile; calls made while disconnected fail with
 // ErrConnectionLoss, not hang: behind a silent partition within about one
-// session timeout, as go-zookeeper's socket deadlines are clamped to it),
+// session timeout, as go-zookeeper's socket deadlines are clamped to it;
+// an unanswered connect request is given up after a third of it, so a
+// reconnect that reaches a silent peer still finds the server in time),
 // after an expiry with a new session, which
 // Events reports as Disconnected, Expired (old id), Connected (new id); the
 // old session's watches end with WatchLost. ErrConnectionLoss means the
