@@ -108,11 +108,19 @@ func TestClusterStaleControllerIgnored(t *testing.T) {
 		}
 	}
 	// The new controller's requests have reached the target: it knows the
-	// new epoch, and leads or follows fenced-0 under the new controller.
+	// new epoch, leads or follows fenced-0 under the new controller, and its
+	// metadata cache holds the new controller's UpdateMetadata (the two live
+	// brokers). The controller epoch alone is not enough: the new
+	// controller's LeaderAndIsr raises it before the UpdateMetadata sent
+	// after it lands (and UpdateMetadata raises it before its cache swap),
+	// so the cache may still list the old controller's three brokers then.
 	var newEpoch int32
 	waitFor(t, 60*time.Second, "a new controller known to the survivors", func() bool {
 		newEpoch = epoch()
 		if newEpoch <= oldEpoch || target.cl.ctrlEpoch.Load() != newEpoch {
+			return false
+		}
+		if im := target.cl.images.load(); im.controllerEpoch != newEpoch || len(im.brokers) != 2 {
 			return false
 		}
 		p := target.cl.rm.Partition("fenced", 0)
