@@ -27,11 +27,14 @@ import (
 // groups; those it no longer leads unload them.
 func (s *Server) handleLeaderAndIsr(req *kmsg.LeaderAndISRRequest) kmsg.Response {
 	cl := s.cl
+	cl.stateChangeMu.Lock()
+	defer cl.stateChangeMu.Unlock()
 	if code := cl.checkControlRequest("LeaderAndIsr", req.ControllerID, req.ControllerEpoch, req.BrokerEpoch); code != 0 {
 		resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 		resp.ErrorCode = code
 		return resp
 	}
+	cl.checkedControl(req)
 	cl.takeTopics(req)
 	cl.refreshThrottles(req)
 	refused := cl.refusePartitions(req)
@@ -81,6 +84,14 @@ func (cl *clusterNode) checkControlRequest(api string, controllerID, controllerE
 		if controllerEpoch == cur || cl.ctrlEpoch.CompareAndSwap(cur, controllerEpoch) {
 			return 0
 		}
+	}
+}
+
+// checkedControl runs the test hook between a control request's check and
+// its apply.
+func (cl *clusterNode) checkedControl(req kmsg.Request) {
+	if h := cl.afterControlCheck.Load(); h != nil {
+		(*h)(req)
 	}
 }
 

@@ -16,11 +16,14 @@ import (
 // partitions stopped here unload their groups.
 func (s *Server) handleStopReplica(req *kmsg.StopReplicaRequest) kmsg.Response {
 	cl := s.cl
+	cl.stateChangeMu.Lock()
+	defer cl.stateChangeMu.Unlock()
 	if code := cl.checkControlRequest("StopReplica", req.ControllerID, req.ControllerEpoch, req.BrokerEpoch); code != 0 {
 		resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 		resp.ErrorCode = code
 		return resp
 	}
+	cl.checkedControl(req)
 	resp := cl.rm.StopReplica(req, time.Now().UnixMilli())
 	cl.appendedAsLeader() // parked fetches see the stopped replicas at once
 	var offsets, txns []int32

@@ -12,10 +12,13 @@ import (
 func (s *Server) handleUpdateMetadata(req *kmsg.UpdateMetadataRequest) kmsg.Response {
 	cl := s.cl
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	cl.stateChangeMu.Lock()
+	defer cl.stateChangeMu.Unlock()
 	if code := cl.checkControlRequest("UpdateMetadata", req.ControllerID, req.ControllerEpoch, req.BrokerEpoch); code != 0 {
 		resp.ErrorCode = code
 		return resp
 	}
+	cl.checkedControl(req)
 	before := cl.images.load().controllerID
 	cl.images.apply(req)
 	if req.ControllerID != before {

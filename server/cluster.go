@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stratalog/strata/cluster"
 	"github.com/stratalog/strata/internal/kwire"
 	"github.com/stratalog/strata/replica"
@@ -57,6 +59,14 @@ type clusterNode struct {
 	// ctrlEpoch is the highest controller epoch seen in a control request:
 	// older ones are fenced (STALE_CONTROLLER_EPOCH).
 	ctrlEpoch atomic.Int32
+	// stateChangeMu is held by each control request (LeaderAndIsr,
+	// UpdateMetadata, StopReplica) from its epoch check to the end of its
+	// apply, as Kafka's replicaStateChangeLock: a request that passed the
+	// check cannot be applied after a newer controller's request.
+	stateChangeMu sync.Mutex
+	// afterControlCheck, set by tests only, runs between a control
+	// request's epoch check and its apply.
+	afterControlCheck atomic.Pointer[func(kmsg.Request)]
 
 	// Parked fetches wait on these, broker-wide, instead of on every
 	// partition they name (a follower's fetch names dozens): appended is
