@@ -131,6 +131,7 @@ type benchBrokerConfig struct {
 	transactions   int64    // records per transaction of the transactions phase, 0: none
 	metrics        []string // in-process brokers: "on", "off"
 	consumePasses  int      // --consume-passes: times the consume phase reads the records (0: 1)
+	noConsume      bool     // benchBrokerRun leaves the consume phase to its caller
 }
 
 // passes is the number of consume passes of a run.
@@ -182,11 +183,13 @@ type BenchBrokerResult struct {
 	MetricsOnVsOff []MetricsOverhead `json:"metrics_on_vs_off,omitempty"`
 }
 
-// MetricsOverhead compares metrics on with metrics off. Each run measures
-// both brokers back to back, in ABBA order (on off, off on, on off...), so
-// that drift in the machine's load falls on both alike; a run's ratio
-// compares the two measurements of that run, and the figures are the
-// median of the runs' ratios with their spread.
+// MetricsOverhead compares metrics on with metrics off. Each run produces
+// to both brokers back to back, in ABBA order from run to run (on off, off
+// on, ...), then reads the records from them pass by pass in ABBA order (a
+// pass is a fraction of a second), so that drift in the machine's load
+// falls on both alike; a run's ratio compares the two brokers' figures of
+// that run, and the figures are the median of the runs' ratios with their
+// spread.
 type MetricsOverhead struct {
 	Validation string `json:"validation"`
 	// Produce and Consume: median over the runs of records/s with metrics
@@ -483,21 +486,47 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 		phases++
 	}
 	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
+	// With two brokers (--metrics both) the consume passes are not run
+	// inside each broker's run but after both, alternating pass by pass.
+	paired := len(targets) == 2
+	rcfg := cfg
+	rcfg.noConsume = paired
 	for run := 0; run < cfg.runs; run++ {
+		runs := make([]benchRun, len(targets))
+		lims := make([]float64, len(targets))
+		topics := make([]string, len(targets))
 		for k := range targets {
-			tg := targets[(k+run)%len(targets)]
+			i := (k + run) % len(targets)
+			tg := targets[i]
 			l, err := loopbackLimit(256 << 20)
 			if err != nil {
 				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 			}
-			topic := fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
-			r, err := benchBrokerRun(cfg, tg.tgt, topic, run, bar)
-			if err != nil {
+			lims[i] = l
+			topics[i] = fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+			if runs[i], err = benchBrokerRun(rcfg, tg.tgt, topics[i], run, bar); err != nil {
 				return nil, boot, err
 			}
-			tg.acc.add(cfg, r, l)
+		}
+		if paired {
+			// ABBA pass by pass: a pass lasts a fraction of a second, so
+			// the two brokers' passes see the same load.
+			for p := 0; p < 2*cfg.passes(); p++ {
+				i := (p/2 + run + p%2) % 2
+				cpu := processCPU()
+				d, err := benchConsume(cfg, targets[i].tgt, topics[i], bar)
+				if err != nil {
+					return nil, boot, failErr(fmt.Errorf("consume: %w", err))
+				}
+				runs[i].consume += d
+				runs[i].consumeCPU += processCPU() - cpu
+			}
+		}
+		for i, tg := range targets {
+			r := runs[i]
+			tg.acc.add(cfg, r, lims[i])
 			if cfg.transactions > 0 {
-				if err := benchTxnRead(cfg, tg.tgt, topic+"-txn", run, &r.txn); err != nil {
+				if err := benchTxnRead(cfg, tg.tgt, topics[i]+"-txn", run, &r.txn); err != nil {
 					return nil, boot, err
 				}
 				tg.acc.addTxn(cfg, r, r.txn)

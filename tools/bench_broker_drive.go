@@ -96,7 +96,7 @@ func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run in
 		}
 	}
 	cpu1 := processCPU()
-	for pass := 0; pass < cfg.passes(); pass++ { // --consume-passes: the same records again
+	for pass := 0; pass < cfg.passes() && !cfg.noConsume; pass++ { // --consume-passes: the same records again
 		d, err := benchConsume(cfg, tgt, topic, bar)
 		if err != nil {
 			return r, failErr(fmt.Errorf("consume: %w", err))
