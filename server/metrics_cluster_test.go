@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/security"
 )
 
 // TestMetricsClusterUnderReplicated: in a two-broker cluster on a real
@@ -180,7 +182,24 @@ func TestMetricsClusterLagFollowed(t *testing.T) {
 // stale value) when the leader's broker is gone. Before, that partition
 // had no lag series at all.
 func TestMetricsClusterLagRemote(t *testing.T) {
-	c := startInprocCluster(t, 3, "strata.metrics.listener=127.0.0.1:0", "strata.consumer.lag.refresh.ms=200")
+	testLagRemote(t, startInprocCluster(t, 3, "strata.metrics.listener=127.0.0.1:0", "strata.consumer.lag.refresh.ms=200"))
+}
+
+// TestMetricsClusterLagRemoteSASLSSL: the same with the inter-broker
+// listener on SASL_SSL (SCRAM-SHA-256, client certificates required, ACLs
+// on): the coordinator's ListOffsets to the leader goes over it,
+// authenticated as the brokers' own user.
+func TestMetricsClusterLagRemoteSASLSSL(t *testing.T) {
+	p := newTestPKI(t)
+	_, connect := testZK(t)
+	addZKScramUser(t, connect, "admin", security.ScramSHA256, "admin-secret")
+	testLagRemote(t, startInprocClusterAt(t, connect, 3, append(interBrokerSASLSSL(p, "admin-secret"),
+		"strata.metrics.listener=127.0.0.1:0", "strata.consumer.lag.refresh.ms=200")...))
+}
+
+// testLagRemote runs TestMetricsClusterLagRemote on the three brokers of c
+// (clients on their first listener).
+func testLagRemote(t *testing.T, c *inprocCluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const group, topic = "faraway", "remote-lag"
