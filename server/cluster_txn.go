@@ -169,7 +169,7 @@ func (cl *clusterNode) sendMarkers(ctx context.Context, leader int32, m txn.Mark
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(cl.cfg.Cluster.ControllerSocketTimeoutMs)*time.Millisecond)
 	defer cancel()
-	c, err := kwire.Dial(ctx, addr, kwire.Options{ClientID: "broker-" + strconv.Itoa(int(cl.id)) + "-txn-markers"})
+	c, err := kwire.Dial(ctx, addr, kwire.Options{ClientID: "broker-" + strconv.Itoa(int(cl.id)) + "-txn-markers", Security: cl.security})
 	if err != nil {
 		return err
 	}
