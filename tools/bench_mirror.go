@@ -283,5 +283,5 @@ func printBenchMirror(w io.Writer, res *BenchMirrorResult) {
 		res.ProduceRecordsPerSec, res.ProduceMBps, res.ProduceCPUSeconds)
 	fmt.Fprintf(w, "  mirror  (strata mirror, %d stream(s), acks=all)      %10.0f records/s %8.1f MB/s   CPU %.2f s   (%.3f s, first record on the target after %.3f s)\n",
 		res.Streams, res.MirrorRecordsPerSec, res.MirrorMBps, res.MirrorCPUSeconds, res.MirrorSeconds, res.MirrorFirstSeconds)
-	fmt.Fprintf(w, "  mirror / produce %.3f (floor 0.5); runs %s\n", res.MirrorVsProduce, fmtRatios(res.RatioRuns))
+	fmt.Fprintf(w, "  mirror / produce %.3f (median of the runs' ratios; floor 0.5); runs %s\n", res.MirrorVsProduce, fmtRatios(res.RatioRuns))
 }

@@ -220,7 +220,7 @@ func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
 	}
 	unacked := s.commitAcked(w.recs, w.state)
 	if !complete {
-		s.m.out.printf("mirror: stopping with %d records of the batch not committed (the target did not acknowledge them within %v): mirrored again on restart\n",
+		s.m.out.printf("mirror: stopping with %d records of the window not committed (the target did not acknowledge them within %v): mirrored again on restart\n",
 			unacked, s.m.opts.shutdown)
 		return nil
 	}
