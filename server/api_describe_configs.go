@@ -9,9 +9,12 @@ import (
 
 // handleDescribeConfigs answers DescribeConfigs v0-4 for topic resources
 // (every topic config strata applies: the override, else the broker default
-// through its synonym) and this broker's resource (name "" or node.id; the
-// static broker configs, all read-only). v0 reports is_default; v1+ the
-// source and, when asked, the synonyms (topic override, static broker value,
+// through its synonym), this broker's resource (name node.id: every broker
+// config, the dynamic ones of /config/brokers/<id> and <default> over the
+// static ones) and the cluster default (name "": the dynamic configs of
+// /config/brokers/<default>), as describe_broker_configs.go says. v0
+// reports is_default; v1+ the source and, when asked, the synonyms (topic
+// override, dynamic broker value, dynamic default, static broker value,
 // built-in default); v3+ the type and, when asked, documentation.
 func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -52,11 +55,12 @@ func (s *Server) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				res.ErrorMessage = kmsg.StringPtr("unknown broker " + rr.ResourceName + ": this node is " + strconv.Itoa(int(s.NodeID())))
 				break
 			}
-			for i := range brokerConfigDefs {
-				if d := &brokerConfigDefs[i]; d.describedBroker() && want(d.name) {
-					res.Configs = append(res.Configs, s.describeBrokerConfig(req, d))
-				}
+			configs, err := s.describeBrokerResource(req, rr.ResourceName == "", want)
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = kerr.UnknownServerError.Code, kmsg.StringPtr("reading the dynamic broker configs failed")
+				break
 			}
+			res.Configs = configs
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code
 			res.ErrorMessage = kmsg.StringPtr("unsupported resource type " + strconv.Itoa(int(rr.ResourceType)))
@@ -116,27 +120,6 @@ func describeTopicConfig(req *kmsg.DescribeConfigsRequest, e topicConfigEntry) k
 	}
 	if req.IncludeDocumentation {
 		c.Documentation = kmsg.StringPtr(e.def.doc)
-	}
-	return c
-}
-
-func (s *Server) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
-	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	v, src := brokerValue(s.cfg, d.name)
-	c.Name, c.Value, c.Source, c.ConfigType, c.ReadOnly = d.name, kmsg.StringPtr(v), src, d.typ, true
-	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
-	if req.IncludeSynonyms && req.Version >= 1 {
-		if src == kmsg.ConfigSourceStaticBrokerConfig {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
-		}
-		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, d.val.get(DefaultConfig()), kmsg.ConfigSourceDefaultConfig))
-	}
-	if req.IncludeDocumentation {
-		doc := d.doc
-		if doc != "" {
-			doc += "; "
-		}
-		c.Documentation = kmsg.StringPtr(doc + "broker setting " + d.name + " (static: set in server.properties or with --override)")
 	}
 	return c
 }

@@ -520,7 +520,12 @@
 // read again when the throttle allows; under the rate it sends that
 // follower whole batches only (no partial last batch it would fetch
 // again), which the throttle counts. DescribeConfigs reads topic
-// overrides from ZooKeeper (dynamic broker configs are not described yet).
+// overrides and the dynamic broker configs from ZooKeeper: on the broker's
+// own resource a rate set for its id is DYNAMIC_BROKER_CONFIG, one set for
+// <default> DYNAMIC_DEFAULT_BROKER_CONFIG (synonyms in Kafka's order:
+// dynamic broker, dynamic default, static, default; a rate is listed only
+// while set), and the resource name "" describes the cluster default, what
+// <default> sets (describe_broker_configs.go).
 //
 // Groups. A group's coordinator is the leader of its __consumer_offsets
 // partition (FindCoordinator names it; every other broker answers

@@ -25,6 +25,7 @@ func benchCommand() *cli.Command {
 			benchRecoverCommand(),
 			benchBrokerCommand(),
 			benchClusterCommand(),
+			benchMirrorCommand(),
 		},
 	}
 }

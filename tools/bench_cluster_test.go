@@ -191,3 +191,43 @@ func hasConfig(cs []kadm.Config, name, value string) bool {
 	}
 	return false
 }
+
+// TestBenchMirror runs strata bench mirror small: two broker processes, two
+// runs (the brokers swap roles), and checks the JSON figures and that every
+// record reached the target.
+func TestBenchMirror(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	t.Setenv("STRATA_TOOLS_MAIN", "1")
+	dir := t.TempDir()
+	out, errOut, code := run(t, "bench", "mirror", "--records", "20000", "--warmup-records", "10", "--runs", "2", "--dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res BenchMirrorResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Records != 20000 || res.WarmupRecords != 10 || res.RecordSize != 100 || res.Runs != 2 || res.Streams != 1 || res.MaxPoll != 5000 {
+		t.Errorf("settings: %+v", res)
+	}
+	if res.ProduceRecordsPerSec <= 0 || res.ProduceMBps <= 0 || res.ProduceCPUSeconds <= 0 {
+		t.Errorf("produce: %+v", res)
+	}
+	if res.MirrorRecordsPerSec <= 0 || res.MirrorMBps <= 0 || res.MirrorSeconds <= 0 || res.MirrorFirstSeconds <= 0 ||
+		res.MirrorFirstSeconds > res.MirrorSeconds || res.MirrorCPUSeconds <= 0 {
+		t.Errorf("mirror: %+v", res)
+	}
+	if len(res.ProduceRuns) != 2 || len(res.MirrorRuns) != 2 || len(res.RatioRuns) != 2 || res.MirrorVsProduce <= 0 {
+		t.Errorf("runs and ratio: %+v", res)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in --dir: %v", ents)
+	}
+	for _, args := range [][]string{{"--records", "0"}, {"--num.streams", "0"}, {"--record-size", "0"}} {
+		if _, errOut, code := run(t, append([]string{"bench", "mirror"}, args...)...); code != ExitUsage {
+			t.Errorf("%v: exit %d (%s)", args, code, errOut)
+		}
+	}
+}

@@ -18,13 +18,15 @@ import (
 func configsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "configs",
-		Usage: "SCRAM credentials and client quotas of users and client ids, as kafka-configs.sh --entity-type users|clients",
+		Usage: "SCRAM credentials and client quotas of users and client ids, dynamic broker configs, as kafka-configs.sh --entity-type users|clients|brokers",
 		UsageText: "strata configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name U --add-config 'SCRAM-SHA-256=[iterations=8192,password=P]'\n" +
 			"   strata configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name U --delete-config SCRAM-SHA-512\n" +
 			"   strata configs --bootstrap-server HOST:PORT --alter --entity-type clients --entity-name C --add-config 'producer_byte_rate=1048576,consumer_byte_rate=2097152'\n" +
 			"   strata configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-default --add-config request_percentage=50\n" +
 			"   strata configs --bootstrap-server HOST:PORT --alter --user U --client C --add-config producer_byte_rate=1024\n" +
-			"   strata configs --bootstrap-server HOST:PORT --describe --entity-type users|clients [--entity-name N | --entity-default]",
+			"   strata configs --bootstrap-server HOST:PORT --describe --entity-type users|clients [--entity-name N | --entity-default]\n" +
+			"   strata configs --bootstrap-server HOST:PORT --alter --entity-type brokers (--entity-name ID | --entity-default) --add-config leader.replication.throttled.rate=10485760\n" +
+			"   strata configs --bootstrap-server HOST:PORT --describe --entity-type brokers [--entity-name ID | --entity-default] [--all]",
 		Description: `SCRAM: the client salts the password (PBKDF2 with a random salt, as
 kafka-configs.sh does); the broker stores only the salted keys. Iterations:
 4096-16384 (default 4096). Quotas (AlterClientQuotas, DescribeClientQuotas):
@@ -33,18 +35,28 @@ controller_mutation_rate, for a user, a client id, or a user and a client id
 (--user/--client, or --user-defaults/--client-defaults for the defaults);
 --entity-default names the entity type's default. --command-config FILE takes
 Kafka client properties (security.protocol, ssl.*, sasl.mechanism,
-sasl.jaas.config) to reach a TLS or SASL listener.`,
+sasl.jaas.config) to reach a TLS or SASL listener.
+
+Brokers (cluster mode): the dynamic broker configs strata applies,
+leader.replication.throttled.rate and follower.replication.throttled.rate
+(bytes/s), of one broker (--entity-name ID) or of the cluster default
+(--entity-default), in /config/brokers. --describe prints each with its
+synonyms in order of precedence (DYNAMIC_BROKER_CONFIG,
+DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG); --all
+every broker config; with neither --entity-name nor --entity-default every
+broker, then the default.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] (required)"},
 			commandConfigFlag(),
 			&cli.BoolFlag{Name: "alter"}, &cli.BoolFlag{Name: "describe"},
-			&cli.StringFlag{Name: "entity-type", Usage: "users or clients"},
+			&cli.StringFlag{Name: "entity-type", Usage: "users, clients or brokers"},
 			&cli.StringFlag{Name: "entity-name"},
 			&cli.BoolFlag{Name: "entity-default", Usage: "the entity type's default (quotas)"},
 			&cli.StringFlag{Name: "user", Usage: "user entity (quotas; with --client: that user's client)"},
 			&cli.StringFlag{Name: "client", Usage: "client-id entity (quotas)"},
 			&cli.BoolFlag{Name: "user-defaults", Usage: "the default user (quotas)"},
 			&cli.BoolFlag{Name: "client-defaults", Usage: "the default client id (quotas)"},
+			&cli.BoolFlag{Name: "all", Usage: "brokers --describe: every config, not only the dynamic ones"},
 			&cli.StringFlag{Name: "add-config", Usage: "MECHANISM=[iterations=N,password=P] or QUOTA=VALUE, comma separated"},
 			&cli.StringFlag{Name: "delete-config", Usage: "MECHANISM or QUOTA, comma separated"},
 		},
@@ -53,6 +65,9 @@ sasl.jaas.config) to reach a TLS or SASL listener.`,
 }
 
 func runConfigs(c *cli.Context) error {
+	if c.String("entity-type") == "brokers" {
+		return runConfigsBrokers(c)
+	}
 	boot := c.String("bootstrap-server") + c.String("command-config")
 	ent, err := configEntity(c)
 	switch {

@@ -60,7 +60,7 @@ func configEntity(c *cli.Context) (configsEntity, error) {
 	case "clients":
 		e.hasClient, e.client, e.clientDef = true, n, def
 	default:
-		return e, usageErr("give --entity-type users or clients (topics: strata topics), or --user/--client")
+		return e, usageErr("give --entity-type users, clients or brokers (topics: strata topics), or --user/--client")
 	}
 	return e, nil
 }

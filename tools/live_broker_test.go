@@ -119,6 +119,7 @@ func TestToolsAgainstLiveBroker(t *testing.T) {
 		"log-dirs":      "Kafka protocol only (DescribeLogDirs: the broker reads its own dirs)",
 		"bench broker":  "its own temporary data directory",
 		"bench cluster": "its own temporary directories (MkdirTemp under --dir) for ZooKeeper and the brokers it starts",
+		"bench mirror":  "its own temporary directories (MkdirTemp under --dir) for the two brokers it starts",
 		"broker":        "takes the lock itself (a second broker is tried below)",
 		"version":       "prints",
 	}

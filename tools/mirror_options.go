@@ -59,16 +59,25 @@ func (o *mirrorOptions) mirrors(topic string) bool {
 	return !o.exclude.MatchString(topic)
 }
 
-func mirrorOptionsFromFlags(c *cli.Context) (mirrorOptions, error) {
-	o := mirrorOptions{
-		streams:      c.Int("num.streams"),
-		preserve:     c.Bool("preserve-partitions"),
+// defaultMirrorOptions are strata mirror's defaults (the flags' and
+// property files' when not given); strata bench mirror runs with them.
+func defaultMirrorOptions() mirrorOptions {
+	return mirrorOptions{
+		group:        "strata-mirror",
+		streams:      1,
 		earliest:     true,
 		maxPoll:      5000,
 		topicRefresh: 5 * time.Second,
-		progress:     c.Duration("progress"),
-		shutdown:     c.Duration("shutdown-timeout"),
+		progress:     10 * time.Second,
+		shutdown:     30 * time.Second,
 	}
+}
+
+func mirrorOptionsFromFlags(c *cli.Context) (mirrorOptions, error) {
+	o := defaultMirrorOptions()
+	o.group = ""
+	o.streams, o.preserve = c.Int("num.streams"), c.Bool("preserve-partitions")
+	o.progress, o.shutdown = c.Duration("progress"), c.Duration("shutdown-timeout")
 	if c.Bool("quiet") {
 		o.progress = 0
 	}
