@@ -183,9 +183,20 @@ func TestClusterWalkthrough(t *testing.T) {
 	}
 	var leader int32
 	var isr, replicas []int32
-	waitFor(t, 30*time.Second, "the topic led with a full ISR", func() bool {
-		leader, isr, replicas = partitionState(t, addrs, topic, 0)
-		return leader >= 1 && len(isr) == 3 && len(replicas) == 3
+	// Every broker's metadata, not just the first to answer: kcat -L
+	// below asks whichever broker it reaches, and UpdateMetadata reaches
+	// the brokers one by one (seen at load 25: kcat showed 0 topics).
+	waitFor(t, 30*time.Second, "the topic led with a full ISR, on every broker", func() bool {
+		for _, a := range addrs {
+			l, i, r := partitionState(t, []string{a}, topic, 0)
+			if l < 1 || len(i) != 3 || len(r) != 3 || (a != addrs[0] && l != leader) {
+				return false
+			}
+			if a == addrs[0] {
+				leader, isr, replicas = l, i, r
+			}
+		}
+		return true
 	})
 	t.Logf("Topic: %s\tPartition: 0\tLeader: %d\tReplicas: %s\tIsr: %s", topic, leader, joinIDs(replicas), joinIDs(isr))
 	out := kcatMetadata(t, addrs)
