@@ -133,23 +133,10 @@ func (c *conn) authorizeTxn(req kmsg.Request) (g *gate, ok bool) {
 		if c.clusterAllowed(sec.OpClusterAction) {
 			return nil, true
 		}
-		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-		for _, m := range r.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rm.Topics = append(rm.Topics, rt)
-			}
-			resp.Markers = append(resp.Markers, rm)
-		}
-		return &gate{deny: resp}, true
+		deny := txnMarkersResponse(r, func(*kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
+			return kerr.ClusterAuthorizationFailed.Code
+		})
+		return &gate{deny: deny}, true
 
 	case *kmsg.DescribeTransactionsRequest:
 		var denied []string
