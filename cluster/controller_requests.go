@@ -49,15 +49,7 @@ func (c *Controller) addLeaderAndISR(brokers []int32, tp TopicPartition, isNew b
 		if !c.live(b) {
 			continue
 		}
-		if c.rb.lisr == nil {
-			c.rb.lisr = map[int32]map[TopicPartition]bool{}
-		}
-		m := c.rb.lisr[b]
-		if m == nil {
-			m = map[TopicPartition]bool{}
-			c.rb.lisr[b] = m
-		}
-		m[tp] = m[tp] || isNew
+		markTP(&c.rb.lisr, b, tp, isNew)
 	}
 	c.addUpdateMetadata(tp)
 }
@@ -76,15 +68,21 @@ func (c *Controller) addStopReplica(b int32, tp TopicPartition, del bool) {
 	if !c.live(b) {
 		return
 	}
-	if c.rb.stop == nil {
-		c.rb.stop = map[int32]map[TopicPartition]bool{}
+	markTP(&c.rb.stop, b, tp, del)
+}
+
+// markTP adds tp to broker b's set in *per (made as needed), its flag set
+// once any call sets it (LeaderAndIsr's is-new, StopReplica's delete).
+func markTP(per *map[int32]map[TopicPartition]bool, b int32, tp TopicPartition, flag bool) {
+	if *per == nil {
+		*per = map[int32]map[TopicPartition]bool{}
 	}
-	m := c.rb.stop[b]
+	m := (*per)[b]
 	if m == nil {
 		m = map[TopicPartition]bool{}
-		c.rb.stop[b] = m
+		(*per)[b] = m
 	}
-	m[tp] = m[tp] || del
+	m[tp] = m[tp] || flag
 }
 
 // hold queues an output behind every write batch cut so far: it is
