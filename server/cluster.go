@@ -76,6 +76,10 @@ type clusterNode struct {
 	// for). A wake for another partition costs a parked fetch one re-read.
 	appended, hwMoved broadcast
 
+	// remoteHW holds the high watermarks of partitions led on other
+	// brokers, for consumer lag (metrics_lag_remote.go); nil when off.
+	remoteHW atomic.Pointer[remoteHWs]
+
 	// sawLeaderAndIsr is set by the first LeaderAndIsr: recovered logs no
 	// request claimed by then are strays (cluster_logs.go).
 	sawLeaderAndIsr atomic.Bool

@@ -45,6 +45,7 @@ type Config struct {
 	metrics               *metrics.Registry // the running broker's registry (set by Start): log flushes report to it
 	RequestSlowMs         int64             // strata.request.slow.ms: log a request slower than this (default 1000; 0 every request; negative off)
 	LogSummaryIntervalMs  int64             // strata.log.summary.interval.ms: the broker's one-line summary (default 60000; 0 or negative off)
+	ConsumerLagRefreshMs  int64             // strata.consumer.lag.refresh.ms: how often a coordinator asks leaders elsewhere for high watermarks (default 10000; 0 or negative off)
 	LogFormat             string            // strata.log.format: text (default) or json; read by "strata broker"
 	MaxPartitionsPerTopic int32             // strata.max.partitions.per.topic: CreateTopics/CreatePartitions cap (default 10000)
 	RetentionCheckMs      int64             // log.retention.check.interval.ms (default 300000)
@@ -148,6 +149,11 @@ const (
 	// DefaultLogSummaryIntervalMs is strata.log.summary.interval.ms's
 	// default: a summary line a minute.
 	DefaultLogSummaryIntervalMs = 60000
+	// DefaultConsumerLagRefreshMs is strata.consumer.lag.refresh.ms's
+	// default: the high watermarks of partitions led elsewhere, for
+	// consumer lag, are at most ten seconds old (Burrow's default
+	// offset refresh).
+	DefaultConsumerLagRefreshMs = 10000
 	defaultSegmentBytes         = 1 << 30
 	defaultWeekMs               = 7 * 24 * 3600 * 1000
 )
@@ -176,6 +182,7 @@ func DefaultConfig() *Config {
 		MetricsListener:        DefaultMetricsListener,
 		RequestSlowMs:          DefaultRequestSlowMs,
 		LogSummaryIntervalMs:   DefaultLogSummaryIntervalMs,
+		ConsumerLagRefreshMs:   DefaultConsumerLagRefreshMs,
 		LogFormat:              "text",
 		MaxPartitionsPerTopic:  DefaultMaxPartitionsPerTopic,
 		RetentionCheckMs:       300000,

@@ -444,6 +444,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 		val: longIn(func(c *Config) *int64 { return &c.RequestSlowMs }, minLng)},
 	{name: "strata.log.summary.interval.ms", typ: kmsg.ConfigTypeLong, doc: "how often the broker logs a one-line summary at info level (rates, p99 latency, partitions, groups); 0 or negative: never",
 		val: longIn(func(c *Config) *int64 { return &c.LogSummaryIntervalMs }, minLng)},
+	{name: "strata.consumer.lag.refresh.ms", typ: kmsg.ConfigTypeLong, doc: "how often a group coordinator asks the leaders of partitions with no replica on its broker for their high watermarks (ListOffsets), for kafka_consumergroup_lag; 0 or negative: never (no lag for those partitions)",
+		val: longIn(func(c *Config) *int64 { return &c.ConsumerLagRefreshMs }, minLng)},
 	{name: "strata.log.format", typ: kmsg.ConfigTypeString, doc: "strata broker's log output: text (key=value) or json (one object per line); --log-format wins",
 		val: text(func(c *Config) *string { return &c.LogFormat }, oneOf("text", "json"))},
 	{name: "strata.shutdown.timeout.ms", typ: kmsg.ConfigTypeLong, val: longIn(func(c *Config) *int64 { return &c.ShutdownTimeoutMs }, 0)},

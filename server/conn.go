@@ -352,7 +352,7 @@ func (c *conn) handle(frame []byte) error {
 			c.logSlow(sp)
 		}
 	}
-	c.queued, c.req = 0, nil
+	c.queued, c.req, c.quota.given = 0, nil, 0
 	return err
 }
 

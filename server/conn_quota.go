@@ -14,6 +14,7 @@ type connQuota struct {
 	began    time.Time     // when the request's serving began; zero with no quota on
 	parked   time.Duration // of that, parked in a purgatory
 	throttle time.Duration // the request's throttle time: the response carries it, then the connection is muted
+	given    time.Duration // the request's throttle time for its slow-request line (kept after throttle is cleared)
 }
 
 // quotaUser is the principal's name as quotas see it (User:alice: alice).
@@ -30,6 +31,7 @@ func (c *conn) quotasOn() bool { return c.s.quotas != nil && c.s.quotas.q.on.Loa
 func (c *conn) quotaRecord(kind quotaKind, clientID string, v float64, keep bool) time.Duration {
 	t := c.s.quotas.q.record(kind, c.quotaUser(), clientID, v, keep)
 	c.quota.throttle = max(c.quota.throttle, t)
+	c.quota.given = max(c.quota.given, t)
 	return t
 }
 

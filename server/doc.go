@@ -370,7 +370,10 @@
 // handler writes its own response). Produce and fetch count records and
 // bytes per topic; topics the broker does not know get no series. The
 // partition, controller, log and consumer-lag gauges are read at scrape
-// time from the broker's state (metrics_state.go). Metrics off, the hot
+// time from the broker's state (metrics_state.go); for a partition with no
+// replica here, consumer lag uses the high watermark its leader gave the
+// lag refresher's last ListOffsets (every strata.consumer.lag.refresh.ms,
+// metrics_lag_remote.go), none when it did not answer. Metrics off, the hot
 // paths take no clock reading for them.
 //
 // # Operators' log lines
@@ -379,8 +382,8 @@
 // long poll waits for the client's max wait by design) reaches
 // strata.request.slow.ms (default 1000; 0 every request; negative off) is
 // logged as one "slow request" line with API, version, client id and
-// address, the number of partitions it named and the split
-// (request_log.go); requests are timed when metrics or this log are on,
+// address, the number of partitions it named, the split and the quotas'
+// throttle time (request_log.go); requests are timed when metrics or this log are on,
 // and below the threshold the check is a comparison, no allocation. Every
 // strata.log.summary.interval.ms (default 60000; 0 or negative off) a
 // "broker summary" line gives the interval's rates and p99s (from the

@@ -10,6 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/security"
 )
 
 // TestMetricsClusterUnderReplicated: in a two-broker cluster on a real
@@ -167,5 +170,118 @@ func TestMetricsClusterLagFollowed(t *testing.T) {
 			}
 		}
 		return true
+	})
+}
+
+// TestMetricsClusterLagRemote: with three brokers on a real ZooKeeper, a
+// group whose coordinator's broker holds no replica of the consumed topic
+// (replication factor 1, placed on another broker) has a lag series: the
+// coordinator learns the high watermark from the leader (ListOffsets every
+// strata.consumer.lag.refresh.ms). The lag is right after the consumer
+// commits and stops, follows more records produced, and goes away (no
+// stale value) when the leader's broker is gone. Before, that partition
+// had no lag series at all.
+func TestMetricsClusterLagRemote(t *testing.T) {
+	testLagRemote(t, startInprocCluster(t, 3, "strata.metrics.listener=127.0.0.1:0", "strata.consumer.lag.refresh.ms=200"))
+}
+
+// TestMetricsClusterLagRemoteSASLSSL: the same with the inter-broker
+// listener on SASL_SSL (SCRAM-SHA-256, client certificates required, ACLs
+// on): the coordinator's ListOffsets to the leader goes over it,
+// authenticated as the brokers' own user.
+func TestMetricsClusterLagRemoteSASLSSL(t *testing.T) {
+	p := newTestPKI(t)
+	_, connect := testZK(t)
+	addZKScramUser(t, connect, "admin", security.ScramSHA256, "admin-secret")
+	testLagRemote(t, startInprocClusterAt(t, connect, 3, append(interBrokerSASLSSL(p, "admin-secret"),
+		"strata.metrics.listener=127.0.0.1:0", "strata.consumer.lag.refresh.ms=200")...))
+}
+
+// testLagRemote runs TestMetricsClusterLagRemote on the three brokers of c
+// (clients on their first listener).
+func testLagRemote(t *testing.T, c *inprocCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const group, topic = "faraway", "remote-lag"
+	adm := kadm.NewClient(clusterClient(t, c.addrs()))
+	var co kadm.FindCoordinatorResponses
+	waitFor(t, 60*time.Second, "the group's coordinator (__consumer_offsets coming up)", func() bool {
+		co = adm.FindGroupCoordinators(ctx, group)
+		return co.Error() == nil && len(co) == 1
+	})
+	coordID := co.Sorted()[0].NodeID
+	coord := c.broker(coordID)
+	other := coordID%3 + 1
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{other}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(ctx, clusterClient(t, c.addrs())); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %+v", err, resp)
+	}
+	c.waitLed(topic, 1, 1)
+	if coord.cl.rm.Partition(topic, 0) != nil {
+		t.Fatalf("the coordinator's broker %d holds a replica of %s-0 (placed on %d)", coordID, topic, other)
+	}
+	prod := clusterClient(t, c.addrs(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(10)
+	cons := clusterClient(t, c.addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := 0
+	for got < 10 {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of 10: %v", got, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
+		got += fs.NumRecords()
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons.Close() // leaves the group: the consumer is stopped
+	series := fmt.Sprintf(`{consumergroup="%s",partition="0",topic="%s"}`, group, topic)
+	var body string
+	defer func() {
+		if t.Failed() {
+			for _, l := range strings.Split(body, "\n") {
+				if strings.HasPrefix(l, "kafka_consumergroup") {
+					t.Log(l)
+				}
+			}
+		}
+	}()
+	wantLag := func(what string, lag float64) {
+		t.Helper()
+		waitFor(t, 30*time.Second, what, func() bool {
+			body = scrape(t, coord, "/metrics")
+			off, ok1 := sample(body, "kafka_consumergroup_current_offset"+series)
+			v, ok2 := sample(body, "kafka_consumergroup_lag"+series)
+			return ok1 && off == 10 && ok2 && v == lag
+		})
+	}
+	wantLag("lag 0 after the consumer committed everything", 0)
+	produce(7)
+	wantLag("lag 7 after 7 more records", 7)
+	produce(5)
+	wantLag("lag 12 after 5 more records", 12)
+	c.broker(other).Close()
+	waitFor(t, 60*time.Second, "the lag series gone with the leader's broker", func() bool {
+		body = scrape(t, coord, "/metrics")
+		_, ok := sample(body, "kafka_consumergroup_lag"+series)
+		off, okOff := sample(body, "kafka_consumergroup_current_offset"+series)
+		return !ok && okOff && off == 10
 	})
 }

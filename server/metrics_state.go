@@ -55,7 +55,7 @@ type groupPartLag struct {
 	Topic     string
 	Partition int32
 	Committed int64
-	Lag       int64 // high watermark − committed; -1 when the broker holds no replica of it
+	Lag       int64 // high watermark − committed; -1 when the high watermark is not known here
 }
 
 // state collects the broker's state.
@@ -124,6 +124,9 @@ func (s *Server) state() brokerState {
 				st.Partitions = append(st.Partitions, ps)
 			}
 		}
+		if r := cl.remoteHW.Load(); r != nil {
+			r.fill(hws)
+		}
 	}
 	sort.Slice(st.Partitions, func(i, j int) bool {
 		a, b := &st.Partitions[i], &st.Partitions[j]
@@ -149,10 +152,11 @@ func fillLog(ps *partStatus, l PartitionLog) {
 }
 
 // lag is the group's committed offsets against the high watermarks of the
-// partitions this broker holds: the leader's where it leads, a follower's
-// (at most one fetch behind) where it follows. A partition with no replica
-// here has no lag (its high watermark is not known without asking its
-// leader).
+// partitions: the leader's where this broker leads, a follower's (at most
+// one fetch behind) where it follows, the one the lag refresher last learnt
+// from the leader (metrics_lag_remote.go: at most
+// strata.consumer.lag.refresh.ms old) where it holds no replica. A
+// partition whose high watermark is not known has no lag.
 func (g *group) lag(hws map[topicPartition]int64) groupLag {
 	g.mu.Lock()
 	gl := groupLag{ID: g.id, State: g.state.String(), Members: len(g.members)}
@@ -238,7 +242,7 @@ var (
 
 	dTopicCur    = desc("kafka_topic_partition_current_offset", "High watermark of a partition led here (kafka_exporter).", tpLabels...)
 	dTopicOldest = desc("kafka_topic_partition_oldest_offset", "Log start offset of a partition led here (kafka_exporter).", tpLabels...)
-	dGroupLag    = desc("kafka_consumergroup_lag", "High watermark minus the group's committed offset, for partitions with a replica here; a follower's high watermark trails the leader's by at most one fetch (kafka_exporter).", gtpLabel...)
+	dGroupLag    = desc("kafka_consumergroup_lag", "High watermark minus the group's committed offset; a follower's high watermark trails the leader's by at most one fetch, a partition with no replica here has its leader's from the last strata.consumer.lag.refresh.ms round (kafka_exporter).", gtpLabel...)
 	dGroupOffset = desc("kafka_consumergroup_current_offset", "The group's committed offset (kafka_exporter).", gtpLabel...)
 	dGroupMemb   = desc("kafka_consumergroup_members", "Members of a consumer group coordinated here (kafka_exporter).", "consumergroup")
 

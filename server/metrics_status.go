@@ -78,7 +78,7 @@ svg{width:100%;height:4rem}polyline{fill:none;stroke:#1565c0;stroke-width:1.5}
 {{if not .State.Groups}}<p class="muted">none</p>{{end}}
 {{range .State.Groups}}<h3 style="font-size:0.95rem">{{.ID}} <span class="muted">{{.State}}, {{.Members}} members</span></h3>
 <div class="wrap"><table><tr><th>topic</th><th>partition</th><th>committed</th><th>lag</th></tr>
-{{range .Parts}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{if ge .Lag 0}}{{.Lag}}{{else}}<span class="muted">not led here</span>{{end}}</td></tr>
+{{range .Parts}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{if ge .Lag 0}}{{.Lag}}{{else}}<span class="muted">unknown</span>{{end}}</td></tr>
 {{end}}</table></div>{{end}}
 </body></html>
 `))

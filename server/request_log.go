@@ -47,7 +47,7 @@ func (c *conn) logSlow(sp metrics.Span) {
 		slog.Float64("queue_ms", ms(sp.RequestQueue)),
 		slog.Float64("local_ms", ms(sp.Local)),
 		slog.Float64("remote_ms", ms(sp.Remote)),
-		slog.Float64("throttle_ms", 0), // strata has no quotas: nothing is throttled
+		slog.Float64("throttle_ms", float64(c.quota.given.Milliseconds())), // the quotas' throttle time, as the response's throttle_time_ms
 		slog.Float64("send_ms", ms(sp.Send+sp.ResponseQueue)),
 	)
 }

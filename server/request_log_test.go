@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -275,5 +276,50 @@ func TestLogSummary(t *testing.T) {
 	}
 	if v, _ := line["produce_p99_ms"].(float64); v <= 0 {
 		t.Errorf("produce_p99_ms %v", line["produce_p99_ms"])
+	}
+}
+
+// TestSlowRequestLogThrottle: a produce over the client's
+// producer_byte_rate is throttled (KIP-219: the response's throttle_time_ms,
+// then the connection is muted); its slow-request line's throttle_ms is that
+// throttle time, and an unthrottled request's is 0.
+func TestSlowRequestLogThrottle(t *testing.T) {
+	s, buf := jsonServer(t, "strata.request.slow.ms=0", "strata.metrics.listener=",
+		"quota.window.num=3", "quota.window.size.seconds=1")
+	r := newTopic(t, s, "throttled", 1)
+	setQuota(t, s, clientEntity("raw"), quotaProducerByteRate, 64<<10, false)
+	batch := makeBatch(t, 10, 20<<10) // 200 KiB: over 64 KiB/s at once
+	var corr, throttle int32
+	for corr = 10; corr < 30; corr++ {
+		resp := r.roundTrip(produceRequest("throttled", 0, batch, 9), corr).(*kmsg.ProduceResponse)
+		if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("produce: code %d", c)
+		}
+		if throttle = resp.ThrottleMillis; throttle > 0 {
+			break
+		}
+	}
+	if throttle == 0 {
+		t.Fatal("no produce was throttled")
+	}
+	r.roundTrip(kmsg.NewPtrApiVersionsRequest(), 99) // read after the throttle: the produce's line is written
+	lineFor := func(corr int32) (line map[string]any) {
+		// a line is written once its response is sent: wait for it
+		waitFor(t, 10*time.Second, fmt.Sprintf("the slow-request line of correlation id %d", corr), func() bool {
+			for _, l := range withMsg(buf.lines(t), "slow request") {
+				if l["correlation_id"] == float64(corr) && l["client_id"] == "raw" {
+					line = l
+					return true
+				}
+			}
+			return false
+		})
+		return line
+	}
+	if l := lineFor(corr); l["api"] != "Produce" || l["throttle_ms"] != float64(throttle) {
+		t.Errorf("throttled produce (throttle_time_ms %d): line %v", throttle, l)
+	}
+	if l := lineFor(99); l["throttle_ms"] != float64(0) {
+		t.Errorf("ApiVersions (exempt, not throttled): line %v", l)
 	}
 }

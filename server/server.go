@@ -192,6 +192,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 	s.bgWG.Add(1)
 	go s.logDirFailureLoop()
 	s.startSummary()
+	s.startLagRefresh()
 	for i, ln := range s.listeners {
 		s.log.Info("listening", "address", ln.Addr().String(), "advertised", s.endpoint(cfg.Listeners[i].Name).String(),
 			"node_id", s.NodeID(), "cluster_id", s.ClusterID(), "log_dirs", cfg.LogDirs)

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,9 @@ Each run creates a new one-partition topic (CreateTopics) and:
            before the clock starts (the client's metadata load, produce
            connection and first requests);
   consume  the N measured records (after the W) with a fresh client
-           (--fetch-max-bytes, --fetch-partition-max-bytes);
+           (--fetch-max-bytes, --fetch-partition-max-bytes), --consume-passes
+           times (default 1; 4 with --metrics both), each pass with a fresh
+           client, timed together;
   latency  records at a fixed --latency-rate for --latency-seconds to a second
            topic, a consumer polling it concurrently; each value carries its send
            time; p50/p99/p99.9 of receive minus send, after one unstamped record
@@ -89,6 +92,7 @@ Examples:
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
 			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.IntFlag{Name: "consume-passes", Usage: "times each run's consume phase reads the produced records, each pass with a new client, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
 			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
@@ -126,7 +130,15 @@ type benchBrokerConfig struct {
 	idempotent     bool     // --idempotent: an idempotent produce phase too
 	transactions   int64    // records per transaction of the transactions phase, 0: none
 	metrics        []string // in-process brokers: "on", "off"
+	consumePasses  int      // --consume-passes: times the consume phase reads the records (0: 1)
+	noConsume      bool     // benchBrokerRun leaves the consume phase to its caller
 }
+
+// passes is the number of consume passes of a run.
+func (c benchBrokerConfig) passes() int { return max(c.consumePasses, 1) }
+
+// consumed is the records one run's consume phase reads.
+func (c benchBrokerConfig) consumed() int64 { return c.records * int64(c.passes()) }
 
 // topicConfigs are the configs a bench topic is created with: retention.bytes
 // only for the latency topic, whose consumer reads at the tail (the consume
@@ -161,7 +173,9 @@ type BenchBrokerResult struct {
 	LatencyLingerMs        int64   `json:"latency_linger_ms"`
 	SegmentBytes           int64   `json:"segment_bytes,omitempty"`
 	RetentionBytes         int64   `json:"retention_bytes,omitempty"`
+	ConsumePasses          int     `json:"consume_passes"`
 	LoadAvg1               float64 `json:"loadavg_1m"`
+	LoadAvg1End            float64 `json:"loadavg_1m_end"`
 	BenchBrokerFigures
 	Modes []BenchBrokerFigures `json:"modes"`
 	// MetricsOnVsOff (--metrics both): per validation mode, the median
@@ -169,11 +183,59 @@ type BenchBrokerResult struct {
 	MetricsOnVsOff []MetricsOverhead `json:"metrics_on_vs_off,omitempty"`
 }
 
-// MetricsOverhead is the throughput ratio metrics on / metrics off.
+// MetricsOverhead compares metrics on with metrics off. Each run produces
+// to both brokers back to back, in ABBA order from run to run (on off, off
+// on, ...), then reads the records from them pass by pass in ABBA order (a
+// pass is a fraction of a second), so that drift in the machine's load
+// falls on both alike; a run's ratio compares the two brokers' figures of
+// that run, and the figures are the median of the runs' ratios with their
+// spread.
 type MetricsOverhead struct {
-	Validation string  `json:"validation"`
-	Produce    float64 `json:"produce"`
-	Consume    float64 `json:"consume"`
+	Validation string `json:"validation"`
+	// Produce and Consume: median over the runs of records/s with metrics
+	// on divided by records/s with metrics off (above 1: on was faster).
+	Produce     float64   `json:"produce"`
+	Consume     float64   `json:"consume"`
+	ProduceMin  float64   `json:"produce_min"`
+	ProduceMax  float64   `json:"produce_max"`
+	ConsumeMin  float64   `json:"consume_min"`
+	ConsumeMax  float64   `json:"consume_max"`
+	ProduceRuns []float64 `json:"produce_runs"`
+	ConsumeRuns []float64 `json:"consume_runs"`
+	// ProduceCPU and ConsumeCPU: median over the runs of the process CPU
+	// seconds of the phase with metrics on divided by those with metrics
+	// off (the same records: CPU per record; above 1: on cost more).
+	ProduceCPU     float64   `json:"produce_cpu"`
+	ConsumeCPU     float64   `json:"consume_cpu"`
+	ProduceCPURuns []float64 `json:"produce_cpu_runs"`
+	ConsumeCPURuns []float64 `json:"consume_cpu_runs"`
+}
+
+// metricsOverhead pairs the runs of on (metrics on) and off.
+func metricsOverhead(mode string, on, off *BenchBrokerFigures) MetricsOverhead {
+	o := MetricsOverhead{Validation: mode}
+	ratios := func(a, b []float64) []float64 {
+		out := make([]float64, 0, len(a))
+		for i := range min(len(a), len(b)) {
+			if b[i] > 0 {
+				out = append(out, a[i]/b[i])
+			}
+		}
+		return out
+	}
+	o.ProduceRuns, o.ConsumeRuns = ratios(on.ProduceRecordsPerSecs, off.ProduceRecordsPerSecs), ratios(on.ConsumeRecordsPerSecs, off.ConsumeRecordsPerSecs)
+	o.ProduceCPURuns, o.ConsumeCPURuns = ratios(on.ProduceCPUSecondsRuns, off.ProduceCPUSecondsRuns), ratios(on.ConsumeCPUSecondsRuns, off.ConsumeCPUSecondsRuns)
+	spread := func(rs []float64) (med, lo, hi float64) {
+		if len(rs) == 0 {
+			return 0, 0, 0
+		}
+		return median(append([]float64(nil), rs...)), slices.Min(rs), slices.Max(rs)
+	}
+	o.Produce, o.ProduceMin, o.ProduceMax = spread(o.ProduceRuns)
+	o.Consume, o.ConsumeMin, o.ConsumeMax = spread(o.ConsumeRuns)
+	o.ProduceCPU, _, _ = spread(o.ProduceCPURuns)
+	o.ConsumeCPU, _, _ = spread(o.ConsumeCPURuns)
+	return o
 }
 
 // BenchBrokerFigures are one validation mode's medians.
@@ -201,6 +263,11 @@ type BenchBrokerFigures struct {
 	ConsumeVsLimit        float64   `json:"consume_vs_limit"`
 	ProduceRecordsPerSecs []float64 `json:"produce_records_per_sec_runs"`
 	ConsumeRecordsPerSecs []float64 `json:"consume_records_per_sec_runs"`
+	// Per run, wall and process CPU seconds of the timed phases.
+	ProduceSecondsRuns    []float64 `json:"produce_seconds_runs"`
+	ConsumeSecondsRuns    []float64 `json:"consume_seconds_runs"`
+	ProduceCPUSecondsRuns []float64 `json:"produce_cpu_seconds_runs"`
+	ConsumeCPUSecondsRuns []float64 `json:"consume_cpu_seconds_runs"`
 	LatencyP99Runs        []float64 `json:"latency_p99_ms_runs"`
 	// With --idempotent: the idempotent producer's rate (acks=all), and
 	// its ratio to the plain produce rate of the same runs (issue 19's
@@ -237,7 +304,7 @@ func runBenchBroker(c *cli.Context) error {
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
 		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
-		transactions: c.Int64("transactions"),
+		transactions: c.Int64("transactions"), consumePasses: c.Int("consume-passes"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -250,6 +317,8 @@ func runBenchBroker(c *cli.Context) error {
 		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
 	case c.Int("latency-linger-ms") < 0:
 		return usageErr("--latency-linger-ms must not be negative")
+	case cfg.consumePasses < 0:
+		return usageErr("--consume-passes must not be negative")
 	case cfg.transactions < 0:
 		return usageErr("--transactions must not be negative")
 	case cfg.segmentBytes < 0 || cfg.retentionBytes < 0:
@@ -274,6 +343,9 @@ func runBenchBroker(c *cli.Context) error {
 			return usageErr("--metrics both needs the in-process broker")
 		}
 		cfg.metrics = []string{"on", "off"}
+		if cfg.consumePasses == 0 {
+			cfg.consumePasses = 4 // a 1M-record pass lasts ~0.25 s: too short to compare
+		}
 	default:
 		return usageErr("--metrics must be on, off or both, not %q", c.String("metrics"))
 	}
@@ -308,8 +380,10 @@ func runBenchBroker(c *cli.Context) error {
 		Runs: cfg.runs, Acks: 1, Compression: "none", FetchMaxBytes: cfg.fetchMaxBytes, FetchPartitionMaxBytes: cfg.fetchPartBytes,
 		LatencyRate: cfg.latencyRate, LatencySeconds: cfg.latencySeconds, LatencyLingerMs: cfg.latencyLinger.Milliseconds(),
 		SegmentBytes: cfg.segmentBytes, RetentionBytes: cfg.retentionBytes,
-		LoadAvg1: loadAvg1(),
+		LoadAvg1: loadAvg1(), ConsumePasses: cfg.passes(),
 	}
+	// With --metrics both, a run measures both brokers back to back, the
+	// first of the pair alternating (ABBA); see MetricsOverhead.
 	for _, mode := range modes {
 		figs, boot, err := benchBrokerMode(c, cfg, mode, nil)
 		if err != nil {
@@ -319,11 +393,8 @@ func runBenchBroker(c *cli.Context) error {
 			res.Bootstrap = boot
 		}
 		res.Modes = append(res.Modes, figs...)
-		if len(figs) == 2 && figs[1].ProduceRecordsPerSec > 0 && figs[1].ConsumeRecordsPerSec > 0 {
-			res.MetricsOnVsOff = append(res.MetricsOnVsOff, MetricsOverhead{Validation: mode,
-				Produce: figs[0].ProduceRecordsPerSec / figs[1].ProduceRecordsPerSec,
-				Consume: figs[0].ConsumeRecordsPerSec / figs[1].ConsumeRecordsPerSec,
-			})
+		if len(figs) == 2 {
+			res.MetricsOnVsOff = append(res.MetricsOnVsOff, metricsOverhead(mode, &figs[0], &figs[1]))
 		}
 		if sec != nil {
 			sf, _, err := benchBrokerMode(c, cfg, mode, sec)
@@ -337,6 +408,7 @@ func runBenchBroker(c *cli.Context) error {
 		}
 	}
 	res.BenchBrokerFigures = res.Modes[0]
+	res.LoadAvg1End = loadAvg1()
 	if c.Bool("json") {
 		return writeJSON(c.App.Writer, res)
 	}
@@ -409,26 +481,52 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 	} else {
 		targets = []*target{{boot: boot, tgt: brokerTarget(boot)}}
 	}
-	phases := int64(2)
+	phases := int64(1 + cfg.passes())
 	if cfg.idempotent {
-		phases = 3
+		phases++
 	}
 	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
+	// With two brokers (--metrics both) the consume passes are not run
+	// inside each broker's run but after both, alternating pass by pass.
+	paired := len(targets) == 2
+	rcfg := cfg
+	rcfg.noConsume = paired
 	for run := 0; run < cfg.runs; run++ {
+		runs := make([]benchRun, len(targets))
+		lims := make([]float64, len(targets))
+		topics := make([]string, len(targets))
 		for k := range targets {
-			tg := targets[(k+run)%len(targets)]
+			i := (k + run) % len(targets)
+			tg := targets[i]
 			l, err := loopbackLimit(256 << 20)
 			if err != nil {
 				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
 			}
-			topic := fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
-			r, err := benchBrokerRun(cfg, tg.tgt, topic, run, bar)
-			if err != nil {
+			lims[i] = l
+			topics[i] = fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+			if runs[i], err = benchBrokerRun(rcfg, tg.tgt, topics[i], run, bar); err != nil {
 				return nil, boot, err
 			}
-			tg.acc.add(cfg, r, l)
+		}
+		if paired {
+			// ABBA pass by pass: a pass lasts a fraction of a second, so
+			// the two brokers' passes see the same load.
+			for p := 0; p < 2*cfg.passes(); p++ {
+				i := (p/2 + run + p%2) % 2
+				cpu := processCPU()
+				d, err := benchConsume(cfg, targets[i].tgt, topics[i], bar)
+				if err != nil {
+					return nil, boot, failErr(fmt.Errorf("consume: %w", err))
+				}
+				runs[i].consume += d
+				runs[i].consumeCPU += processCPU() - cpu
+			}
+		}
+		for i, tg := range targets {
+			r := runs[i]
+			tg.acc.add(cfg, r, lims[i])
 			if cfg.transactions > 0 {
-				if err := benchTxnRead(cfg, tg.tgt, topic+"-txn", run, &r.txn); err != nil {
+				if err := benchTxnRead(cfg, tg.tgt, topics[i]+"-txn", run, &r.txn); err != nil {
 					return nil, boot, err
 				}
 				tg.acc.addTxn(cfg, r, r.txn)
@@ -471,8 +569,8 @@ func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.prodR = append(a.prodR, float64(cfg.records)/r.produce.Seconds())
 	a.prodMB = append(a.prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
 	a.consS = append(a.consS, r.consume.Seconds())
-	a.consR = append(a.consR, float64(cfg.records)/r.consume.Seconds())
-	a.consMB = append(a.consMB, mbps(cfg.records*int64(cfg.recordSize), r.consume.Seconds()))
+	a.consR = append(a.consR, float64(cfg.consumed())/r.consume.Seconds())
+	a.consMB = append(a.consMB, mbps(cfg.consumed()*int64(cfg.recordSize), r.consume.Seconds()))
 	a.prodCPU, a.consCPU = append(a.prodCPU, r.produceCPU.Seconds()), append(a.consCPU, r.consumeCPU.Seconds())
 	if r.produceIdem > 0 {
 		a.idemR = append(a.idemR, float64(cfg.records)/r.produceIdem.Seconds())
@@ -486,6 +584,8 @@ func (a *benchAcc) figures(mode string) BenchBrokerFigures {
 	figs := BenchBrokerFigures{Validation: mode, LatencyRecords: a.latencyRecords}
 	figs.ProduceRecordsPerSecs = append([]float64(nil), a.prodR...)
 	figs.ConsumeRecordsPerSecs = append([]float64(nil), a.consR...)
+	figs.ProduceSecondsRuns, figs.ConsumeSecondsRuns = append([]float64(nil), a.prodS...), append([]float64(nil), a.consS...)
+	figs.ProduceCPUSecondsRuns, figs.ConsumeCPUSecondsRuns = append([]float64(nil), a.prodCPU...), append([]float64(nil), a.consCPU...)
 	figs.LatencyP99Runs = append([]float64(nil), a.p99...)
 	figs.ProduceSeconds, figs.ProduceRecordsPerSec, figs.ProduceMBps = median(a.prodS), median(a.prodR), median(a.prodMB)
 	figs.ConsumeSeconds, figs.ConsumeRecordsPerSec, figs.ConsumeMBps = median(a.consS), median(a.consR), median(a.consMB)
@@ -550,8 +650,11 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 	if res.InProcess {
 		where = "in-process strata broker at " + where
 	}
-	fmt.Fprintf(w, "strata bench broker: %d records of %d B, one partition, acks=1, no compression, %s, median of %d runs (load average %.2f)\n",
-		res.Records, res.RecordSize, where, res.Runs, res.LoadAvg1)
+	fmt.Fprintf(w, "strata bench broker: %d records of %d B, one partition, acks=1, no compression, %s, median of %d runs (load average %.2f at the start, %.2f at the end)\n",
+		res.Records, res.RecordSize, where, res.Runs, res.LoadAvg1, res.LoadAvg1End)
+	if res.ConsumePasses > 1 {
+		fmt.Fprintf(w, "  each run's consume phase reads the records %d times\n", res.ConsumePasses)
+	}
 	if res.SegmentBytes > 0 || res.RetentionBytes > 0 {
 		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)
 	}
@@ -597,7 +700,11 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		}
 	}
 	for _, o := range res.MetricsOnVsOff {
-		fmt.Fprintf(w, "  metrics on / off (validation %s): produce %.3f, consume %.3f (median records/s, runs alternating)\n", o.Validation, o.Produce, o.Consume)
+		fmt.Fprintf(w, "  metrics on / off (validation %s), median of the runs' ratios, runs in ABBA order:\n", o.Validation)
+		fmt.Fprintf(w, "    records/s: produce %.3f (%.3f-%.3f), consume %.3f (%.3f-%.3f)\n", o.Produce, o.ProduceMin, o.ProduceMax, o.Consume, o.ConsumeMin, o.ConsumeMax)
+		fmt.Fprintf(w, "      runs: produce %s, consume %s\n", fmtRatios(o.ProduceRuns), fmtRatios(o.ConsumeRuns))
+		fmt.Fprintf(w, "    process CPU seconds: produce %.3f, consume %.3f\n", o.ProduceCPU, o.ConsumeCPU)
+		fmt.Fprintf(w, "      runs: produce %s, consume %s\n", fmtRatios(o.ProduceCPURuns), fmtRatios(o.ConsumeCPURuns))
 	}
 }
 

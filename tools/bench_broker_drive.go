@@ -96,8 +96,12 @@ func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run in
 		}
 	}
 	cpu1 := processCPU()
-	if r.consume, err = benchConsume(cfg, tgt, topic, bar); err != nil {
-		return r, failErr(fmt.Errorf("consume: %w", err))
+	for pass := 0; pass < cfg.passes() && !cfg.noConsume; pass++ { // --consume-passes: the same records again
+		d, err := benchConsume(cfg, tgt, topic, bar)
+		if err != nil {
+			return r, failErr(fmt.Errorf("consume: %w", err))
+		}
+		r.consume += d
 	}
 	r.consumeCPU = processCPU() - cpu1
 	if cfg.latencySeconds > 0 {

@@ -3,8 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,10 +147,11 @@ func TestBenchBrokerSegmentBytes(t *testing.T) {
 }
 
 // TestBenchBrokerMetricsBoth: --metrics both measures two in-process
-// brokers, metrics on and off, with the runs alternating, and reports the
-// on/off throughput ratio.
+// brokers, metrics on and off, the runs in ABBA order, each run's consume
+// phase reading the records 4 times, and reports the median of the runs'
+// on/off ratios with their spread, and the same for process CPU seconds.
 func TestBenchBrokerMetricsBoth(t *testing.T) {
-	out, errOut, code := run(t, "bench", "broker", "--records", "2000", "--runs", "2", "--latency-seconds", "0", "--validation", "full", "--metrics", "both", "--json")
+	out, errOut, code := run(t, "bench", "broker", "--records", "2000", "--runs", "3", "--latency-seconds", "0", "--validation", "full", "--metrics", "both", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -159,16 +162,47 @@ func TestBenchBrokerMetricsBoth(t *testing.T) {
 	if len(res.Modes) != 2 || res.Modes[0].Metrics != "on" || res.Modes[1].Metrics != "off" {
 		t.Fatalf("modes: %+v", res.Modes)
 	}
+	if res.ConsumePasses != 4 {
+		t.Errorf("consume_passes %d, want 4 (the default with --metrics both)", res.ConsumePasses)
+	}
 	for _, m := range res.Modes {
-		if len(m.ProduceRecordsPerSecs) != 2 {
-			t.Errorf("metrics %s: %d runs, want 2", m.Metrics, len(m.ProduceRecordsPerSecs))
+		if len(m.ProduceRecordsPerSecs) != 3 || len(m.ConsumeCPUSecondsRuns) != 3 || len(m.ConsumeSecondsRuns) != 3 || len(m.ProduceCPUSecondsRuns) != 3 {
+			t.Fatalf("metrics %s: runs %v %v %v %v, want 3 of each", m.Metrics, m.ProduceRecordsPerSecs, m.ConsumeSecondsRuns, m.ProduceCPUSecondsRuns, m.ConsumeCPUSecondsRuns)
+		}
+		for i, sec := range m.ConsumeSecondsRuns {
+			if got := m.ConsumeRecordsPerSecs[i] * sec; math.Abs(got-4*2000) > 1 {
+				t.Errorf("metrics %s run %d: %v records/s over %v s is %v records, want 4 passes of 2000", m.Metrics, i, m.ConsumeRecordsPerSecs[i], sec, got)
+			}
 		}
 	}
-	if len(res.MetricsOnVsOff) != 1 || res.MetricsOnVsOff[0].Produce <= 0 || res.MetricsOnVsOff[0].Consume <= 0 {
+	if len(res.MetricsOnVsOff) != 1 {
 		t.Fatalf("metrics_on_vs_off: %+v", res.MetricsOnVsOff)
 	}
-	if _, _, code := run(t, "bench", "broker", "--metrics", "sometimes"); code == 0 {
-		t.Error("--metrics sometimes accepted")
+	o := res.MetricsOnVsOff[0]
+	on, off := res.Modes[0], res.Modes[1]
+	check := func(what string, med, lo, hi float64, runs, a, b []float64) {
+		t.Helper()
+		if len(runs) != 3 {
+			t.Fatalf("%s: runs %v, want 3", what, runs)
+		}
+		for i := range runs {
+			if math.Abs(runs[i]-a[i]/b[i]) > 1e-9 {
+				t.Errorf("%s run %d: ratio %v, want %v/%v", what, i, runs[i], a[i], b[i])
+			}
+		}
+		sorted := slices.Sorted(slices.Values(runs))
+		if med != sorted[1] || (lo >= 0 && (lo != sorted[0] || hi != sorted[2])) {
+			t.Errorf("%s: median %v (%v-%v) of runs %v", what, med, lo, hi, runs)
+		}
+	}
+	check("produce", o.Produce, o.ProduceMin, o.ProduceMax, o.ProduceRuns, on.ProduceRecordsPerSecs, off.ProduceRecordsPerSecs)
+	check("consume", o.Consume, o.ConsumeMin, o.ConsumeMax, o.ConsumeRuns, on.ConsumeRecordsPerSecs, off.ConsumeRecordsPerSecs)
+	check("produce CPU", o.ProduceCPU, -1, -1, o.ProduceCPURuns, on.ProduceCPUSecondsRuns, off.ProduceCPUSecondsRuns)
+	check("consume CPU", o.ConsumeCPU, -1, -1, o.ConsumeCPURuns, on.ConsumeCPUSecondsRuns, off.ConsumeCPUSecondsRuns)
+	for _, bad := range [][]string{{"--metrics", "sometimes"}, {"--consume-passes", "-1"}} {
+		if _, _, code := run(t, append([]string{"bench", "broker"}, bad...)...); code == 0 {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }
 
