@@ -49,15 +49,7 @@ func (c *Controller) addLeaderAndISR(brokers []int32, tp TopicPartition, isNew b
 		if !c.live(b) {
 			continue
 		}
-		if c.rb.lisr == nil {
-			c.rb.lisr = map[int32]map[TopicPartition]bool{}
-		}
-		m := c.rb.lisr[b]
-		if m == nil {
-			m = map[TopicPartition]bool{}
-			c.rb.lisr[b] = m
-		}
-		m[tp] = m[tp] || isNew
+		markTP(&c.rb.lisr, b, tp, isNew)
 	}
 	c.addUpdateMetadata(tp)
 }
@@ -76,15 +68,21 @@ func (c *Controller) addStopReplica(b int32, tp TopicPartition, del bool) {
 	if !c.live(b) {
 		return
 	}
-	if c.rb.stop == nil {
-		c.rb.stop = map[int32]map[TopicPartition]bool{}
+	markTP(&c.rb.stop, b, tp, del)
+}
+
+// markTP adds tp to broker b's set in *per (made as needed), its flag set
+// once any call sets it (LeaderAndIsr's is-new, StopReplica's delete).
+func markTP(per *map[int32]map[TopicPartition]bool, b int32, tp TopicPartition, flag bool) {
+	if *per == nil {
+		*per = map[int32]map[TopicPartition]bool{}
 	}
-	m := c.rb.stop[b]
+	m := (*per)[b]
 	if m == nil {
 		m = map[TopicPartition]bool{}
-		c.rb.stop[b] = m
+		(*per)[b] = m
 	}
-	m[tp] = m[tp] || del
+	m[tp] = m[tp] || flag
 }
 
 // hold queues an output behind every write batch cut so far: it is
@@ -207,12 +205,7 @@ func (c *Controller) leaderAndISR(b int32, parts map[TopicPartition]bool) *kmsg.
 		ts := &req.TopicStates[len(req.TopicStates)-1]
 		ps := kmsg.NewLeaderAndISRRequestTopicPartition()
 		ps.Partition = tp.Partition
-		ps.ControllerEpoch = part.st.ControllerEpoch
-		ps.Leader = part.st.Leader
-		ps.LeaderEpoch = part.st.LeaderEpoch
-		ps.ISR = part.st.ISR
-		ps.ZKVersion = part.st.Version
-		ps.Replicas = part.replicas
+		ps.ControllerEpoch, ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion, ps.Replicas = part.wireState()
 		ps.IsNew = parts[tp]
 		ps.AddingReplicas, ps.RemovingReplicas = part.adding, part.removing
 		ts.PartitionStates = append(ts.PartitionStates, ps)
@@ -232,6 +225,13 @@ func (c *Controller) leaderAndISR(b int32, parts map[TopicPartition]bool) *kmsg.
 		req.LiveLeaders = append(req.LiveLeaders, l)
 	}
 	return req
+}
+
+// wireState is the partition's state as LeaderAndIsr and UpdateMetadata
+// carry it: controller epoch, leader, leader epoch, ISR, znode version and
+// replicas.
+func (p *cpart) wireState() (controllerEpoch, leader, leaderEpoch int32, isr []int32, zkVersion int32, replicas []int32) {
+	return p.st.ControllerEpoch, p.st.Leader, p.st.LeaderEpoch, p.st.ISR, p.st.Version, p.replicas
 }
 
 func (c *Controller) interBrokerEndpoint(b *Broker) Endpoint {
@@ -266,15 +266,10 @@ func (c *Controller) updateMetadata(b int32, parts []TopicPartition) *kmsg.Updat
 		ts := &req.TopicStates[len(req.TopicStates)-1]
 		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
 		ps.Partition = tp.Partition
-		ps.ControllerEpoch = part.st.ControllerEpoch
-		ps.Leader = part.st.Leader
+		ps.ControllerEpoch, ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion, ps.Replicas = part.wireState()
 		if t.deleting {
 			ps.Leader = LeaderDuringDelete
 		}
-		ps.LeaderEpoch = part.st.LeaderEpoch
-		ps.ISR = part.st.ISR
-		ps.ZKVersion = part.st.Version
-		ps.Replicas = part.replicas
 		for _, r := range part.replicas {
 			if !c.online(r, tp) {
 				ps.OfflineReplicas = append(ps.OfflineReplicas, r)

@@ -14,56 +14,50 @@ type PartitionReplicas struct {
 //
 //	{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2,3]}]}
 func EncodeReassignPartitions(ps []PartitionReplicas) []byte {
-	w := &jsonWriter{}
-	w.open('{')
-	w.int("version", 1)
-	w.openArray("partitions")
-	for _, p := range ps {
-		w.element()
-		w.string("topic", p.Topic)
-		w.int("partition", int64(p.Partition))
-		w.int32s("replicas", p.Replicas)
-		w.close('}')
-	}
-	w.close(']')
-	w.close('}')
-	return w.b
+	return encodePartitions(len(ps), func(w *jsonWriter, i int) {
+		w.string("topic", ps[i].Topic)
+		w.int("partition", int64(ps[i].Partition))
+		w.int32s("replicas", ps[i].Replicas)
+	})
 }
 
 // DecodeReassignPartitions decodes /admin/reassign_partitions.
 func DecodeReassignPartitions(data []byte) ([]PartitionReplicas, error) {
-	o := parseObj(ReassignPartitionsPath, data)
-	items, _ := o.array("partitions", true)
-	ps := make([]PartitionReplicas, 0, len(items))
-	for i, raw := range items {
-		e := o.sub("partitions["+strconv.Itoa(i)+"]", raw)
-		var p PartitionReplicas
+	return decodePartitions(ReassignPartitionsPath, data, func(e *jsonObj) (p PartitionReplicas) {
 		p.Topic, _ = e.str("topic", true)
 		p.Partition, _ = e.int32("partition", true)
 		p.Replicas, _ = e.int32s("replicas", true)
-		o.merge(e)
-		if o.err != nil {
-			break
-		}
-		ps = append(ps, p)
-	}
-	if o.err != nil {
-		return nil, o.err
-	}
-	return ps, nil
+		return p
+	})
 }
 
 // encodePartitionList writes {"version":1,"partitions":[{"topic":"t","partition":0}]},
 // the body of /admin/preferred_replica_election and ISR change notifications.
 func encodePartitionList(ps []TopicPartition) []byte {
+	return encodePartitions(len(ps), func(w *jsonWriter, i int) {
+		w.string("topic", ps[i].Topic)
+		w.int("partition", int64(ps[i].Partition))
+	})
+}
+
+func decodePartitionList(path string, data []byte) ([]TopicPartition, error) {
+	return decodePartitions(path, data, func(e *jsonObj) (p TopicPartition) {
+		p.Topic, _ = e.str("topic", true)
+		p.Partition, _ = e.int32("partition", true)
+		return p
+	})
+}
+
+// encodePartitions writes {"version":1,"partitions":[...]} with n entries,
+// each's fields written by entry.
+func encodePartitions(n int, entry func(w *jsonWriter, i int)) []byte {
 	w := &jsonWriter{}
 	w.open('{')
 	w.int("version", 1)
 	w.openArray("partitions")
-	for _, p := range ps {
+	for i := range n {
 		w.element()
-		w.string("topic", p.Topic)
-		w.int("partition", int64(p.Partition))
+		entry(w, i)
 		w.close('}')
 	}
 	w.close(']')
@@ -71,15 +65,15 @@ func encodePartitionList(ps []TopicPartition) []byte {
 	return w.b
 }
 
-func decodePartitionList(path string, data []byte) ([]TopicPartition, error) {
+// decodePartitions decodes the "partitions" array of the znode at path,
+// each entry read by entry; the first error ends it.
+func decodePartitions[T any](path string, data []byte, entry func(e *jsonObj) T) ([]T, error) {
 	o := parseObj(path, data)
 	items, _ := o.array("partitions", true)
-	ps := make([]TopicPartition, 0, len(items))
+	ps := make([]T, 0, len(items))
 	for i, raw := range items {
 		e := o.sub("partitions["+strconv.Itoa(i)+"]", raw)
-		var p TopicPartition
-		p.Topic, _ = e.str("topic", true)
-		p.Partition, _ = e.int32("partition", true)
+		p := entry(e)
 		o.merge(e)
 		if o.err != nil {
 			break

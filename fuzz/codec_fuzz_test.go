@@ -201,6 +201,20 @@ func FuzzDecompressLZ4(f *testing.F) {
 // the codec; with bit 7 the section is compressed first, so the fuzz bytes are
 // what the decoder walks after decompression.
 func FuzzRecordReader(f *testing.F) {
+	addSectionSeeds(f)
+	f.Add(uint8(0), int32(2), []byte{})
+	f.Add(uint8(0), int32(-1), []byte{2, 0, 0, 0, 1, 2, 0})
+	f.Fuzz(func(t *testing.T, codec uint8, count int32, section []byte) {
+		bt := sectionBatch(t, codec, count, section)
+		var rr record.RecordReader
+		checkBatch(t, bt, &rr)
+	})
+}
+
+// addSectionSeeds seeds a fuzz target of (codec, count, section): the
+// records sections of the first seed batches, each under its own index as
+// codec, and the first one compressed with every codec (bit 7).
+func addSectionSeeds(f *testing.F) {
 	for i, b := range seedBatches(f)[:5] {
 		bt := record.Batch(b)
 		f.Add(uint8(i), bt.NumRecords(), bytes.Clone(b[record.BatchHeaderSize:]))
@@ -210,28 +224,30 @@ func FuzzRecordReader(f *testing.F) {
 			}
 		}
 	}
-	f.Add(uint8(0), int32(2), []byte{})
-	f.Add(uint8(0), int32(-1), []byte{2, 0, 0, 0, 1, 2, 0})
-	f.Fuzz(func(t *testing.T, codec uint8, count int32, section []byte) {
-		c := record.Codec(codec & 0x07 % 5)
-		if codec&0x80 != 0 && c != record.CodecNone {
-			var err error
-			if section, err = record.Compress(c, nil, section); err != nil {
-				t.Fatal(err)
-			}
-		}
-		hdr, err := record.AppendBatch(nil, record.DefaultBatchOptions(), seedRecords()[:1])
-		if err != nil {
+}
+
+// sectionBatch puts section behind a valid v2 batch header: length, codec
+// (bits 0-2 of codec; with bit 7 the section is compressed with it first),
+// record count, last offset delta and CRC made right.
+func sectionBatch(t *testing.T, codec uint8, count int32, section []byte) record.Batch {
+	t.Helper()
+	c := record.Codec(codec & 0x07 % 5)
+	if codec&0x80 != 0 && c != record.CodecNone {
+		var err error
+		if section, err = record.Compress(c, nil, section); err != nil {
 			t.Fatal(err)
 		}
-		b := append(hdr[:record.BatchHeaderSize:record.BatchHeaderSize], section...)
-		binary.BigEndian.PutUint32(b[8:], uint32(len(b)-record.LogOverhead))
-		binary.BigEndian.PutUint16(b[21:], uint16(c))
-		binary.BigEndian.PutUint32(b[23:], uint32(max(count-1, 0)))
-		binary.BigEndian.PutUint32(b[57:], uint32(count))
-		bt := record.Batch(b)
-		bt.UpdateCRC()
-		var rr record.RecordReader
-		checkBatch(t, bt, &rr)
-	})
+	}
+	hdr, err := record.AppendBatch(nil, record.DefaultBatchOptions(), seedRecords()[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(hdr[:record.BatchHeaderSize:record.BatchHeaderSize], section...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-record.LogOverhead))
+	binary.BigEndian.PutUint16(b[21:], uint16(c))
+	binary.BigEndian.PutUint32(b[23:], uint32(max(count-1, 0)))
+	binary.BigEndian.PutUint32(b[57:], uint32(count))
+	bt := record.Batch(b)
+	bt.UpdateCRC()
+	return bt
 }

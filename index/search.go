@@ -1,6 +1,9 @@
 package index
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // warmBytes is the size of the index tail searched first (Kafka's warm section):
 // lookups for recent offsets touch only these pages, which therefore stay in memory.
@@ -24,49 +27,40 @@ const (
 	interpMaxGallop = 64
 )
 
-// key32 reads the int32 at slot i, byte off within the entry.
-func key32(b []byte, stride, off, i int) int64 {
-	return int64(int32(binary.BigEndian.Uint32(b[i*stride+off:])))
-}
+// keyWidth is the type of an index key: int32 (offset index: relative offsets
+// and positions) or int64 (time index: timestamps). The searches are written
+// once for both; each width gets its own compiled copy (distinct GC shapes),
+// in which keyAt's size test is a constant, so the key read stays as cheap as
+// a hand-written one.
+type keyWidth interface{ int32 | int64 }
 
-// key64 reads the int64 at slot i, byte off within the entry.
-func key64(b []byte, stride, off, i int) int64 {
+// keyAt reads the big-endian K at slot i, byte off within the entry.
+func keyAt[K keyWidth](b []byte, stride, off, i int) int64 {
+	var k K
+	if unsafe.Sizeof(k) == 4 {
+		return int64(int32(binary.BigEndian.Uint32(b[i*stride+off:])))
+	}
 	return int64(binary.BigEndian.Uint64(b[i*stride+off:]))
 }
 
+// key32 reads the int32 at slot i, byte off within the entry.
+func key32(b []byte, stride, off, i int) int64 { return keyAt[int32](b, stride, off, i) }
+
+// key64 reads the int64 at slot i, byte off within the entry.
+func key64(b []byte, stride, off, i int) int64 { return keyAt[int64](b, stride, off, i) }
+
 // floor32 returns the largest slot whose int32 key is <= target, or -1.
 func floor32(b []byte, n, stride, off int, target int64) int {
-	if n == 0 {
-		return -1
-	}
-	lo, hi := 0, n-1
-	firstHot := n - 1 - warmBytes/stride
-	if firstHot < 0 {
-		firstHot = 0
-	}
-	if key32(b, stride, off, firstHot) < target {
-		lo = firstHot
-	} else if key32(b, stride, off, 0) > target {
-		return -1
-	} else {
-		lo, hi = narrow32(b, stride, off, 0, firstHot, target)
-	}
-	for lo < hi {
-		mid := int(uint(lo+hi+1) >> 1)
-		k := key32(b, stride, off, mid)
-		if k > target {
-			hi = mid - 1
-		} else if k < target {
-			lo = mid
-		} else {
-			return mid
-		}
-	}
-	return lo
+	return floor[int32](b, n, stride, off, target)
 }
 
 // floor64 is floor32 for int64 keys.
 func floor64(b []byte, n, stride, off int, target int64) int {
+	return floor[int64](b, n, stride, off, target)
+}
+
+// floor returns the largest slot whose K key is <= target, or -1.
+func floor[K keyWidth](b []byte, n, stride, off int, target int64) int {
 	if n == 0 {
 		return -1
 	}
@@ -75,16 +69,16 @@ func floor64(b []byte, n, stride, off int, target int64) int {
 	if firstHot < 0 {
 		firstHot = 0
 	}
-	if key64(b, stride, off, firstHot) < target {
+	if keyAt[K](b, stride, off, firstHot) < target {
 		lo = firstHot
-	} else if key64(b, stride, off, 0) > target {
+	} else if keyAt[K](b, stride, off, 0) > target {
 		return -1
 	} else {
-		lo, hi = narrow64(b, stride, off, 0, firstHot, target)
+		lo, hi = narrow[K](b, stride, off, 0, firstHot, target)
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi+1) >> 1)
-		k := key64(b, stride, off, mid)
+		k := keyAt[K](b, stride, off, mid)
 		if k > target {
 			hi = mid - 1
 		} else if k < target {
@@ -129,16 +123,16 @@ func lowerBound32(b []byte, n, stride, off int, target int64) int {
 	return lo
 }
 
-// narrow32 shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
+// narrow shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
 // target: one interpolation guess g, then probes galloping away from g (32, then 64
 // slots) until one lands on the other side of target. It
 // keeps key(lo) <= target and the answer in [lo, hi]; when the keys are far from
 // linear it gives up after a few probes and leaves the rest to the binary search.
-func narrow32(b []byte, stride, off, lo, hi int, target int64) (int, int) {
+func narrow[K keyWidth](b []byte, stride, off, lo, hi int, target int64) (int, int) {
 	if hi-lo <= 2*interpWindow {
 		return lo, hi
 	}
-	klo, khi := key32(b, stride, off, lo), key32(b, stride, off, hi)
+	klo, khi := keyAt[K](b, stride, off, lo), keyAt[K](b, stride, off, hi)
 	if khi <= klo {
 		return lo, hi
 	}
@@ -146,14 +140,14 @@ func narrow32(b []byte, stride, off, lo, hi int, target int64) (int, int) {
 	if g <= lo || g >= hi {
 		return lo, hi
 	}
-	if key32(b, stride, off, g) <= target {
+	if keyAt[K](b, stride, off, g) <= target {
 		lo = g
 		for w := interpWindow; w <= interpMaxGallop; w *= 2 {
 			p := g + w
 			if p >= hi {
 				break
 			}
-			if key32(b, stride, off, p) > target {
+			if keyAt[K](b, stride, off, p) > target {
 				return lo, p - 1
 			}
 			lo = p
@@ -166,52 +160,7 @@ func narrow32(b []byte, stride, off, lo, hi int, target int64) (int, int) {
 		if p <= lo {
 			break
 		}
-		if key32(b, stride, off, p) <= target {
-			return p, hi
-		}
-		hi = p - 1
-	}
-	return lo, hi
-}
-
-// narrow64 shrinks [lo, hi], where key(lo) <= target <= key(hi), around the slot of
-// target: one interpolation guess g, then probes galloping away from g (32, then 64
-// slots) until one lands on the other side of target. It
-// keeps key(lo) <= target and the answer in [lo, hi]; when the keys are far from
-// linear it gives up after a few probes and leaves the rest to the binary search.
-func narrow64(b []byte, stride, off, lo, hi int, target int64) (int, int) {
-	if hi-lo <= 2*interpWindow {
-		return lo, hi
-	}
-	klo, khi := key64(b, stride, off, lo), key64(b, stride, off, hi)
-	if khi <= klo {
-		return lo, hi
-	}
-	g := lo + int(float64(hi-lo)*((float64(target)-float64(klo))/(float64(khi)-float64(klo))))
-	if g <= lo || g >= hi {
-		return lo, hi
-	}
-	if key64(b, stride, off, g) <= target {
-		lo = g
-		for w := interpWindow; w <= interpMaxGallop; w *= 2 {
-			p := g + w
-			if p >= hi {
-				break
-			}
-			if key64(b, stride, off, p) > target {
-				return lo, p - 1
-			}
-			lo = p
-		}
-		return lo, hi
-	}
-	hi = g - 1
-	for w := interpWindow; w <= interpMaxGallop; w *= 2 {
-		p := g - w
-		if p <= lo {
-			break
-		}
-		if key64(b, stride, off, p) <= target {
+		if keyAt[K](b, stride, off, p) <= target {
 			return p, hi
 		}
 		hi = p - 1

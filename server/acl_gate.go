@@ -108,17 +108,7 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 			return nil, errAuthorizationClose
 		}
 		return &gate{post: func(resp kmsg.Response) {
-			pr := resp.(*kmsg.ProduceResponse)
-			for _, t := range denied {
-				rt := kmsg.NewProduceResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewProduceResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, topicErr
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				pr.Topics = append(pr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.ProduceResponse).Topics, denied, topicErr)
 		}}, nil
 
 	case *kmsg.FetchRequest:
@@ -156,29 +146,14 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 			return nil, nil
 		}
 		return &gate{post: func(resp kmsg.Response) {
-			mr := resp.(*kmsg.MetadataResponse)
-			for _, t := range denied {
-				mt := kmsg.NewMetadataResponseTopic()
-				mt.Topic, mt.ErrorCode = t.Topic, topicErr
-				mr.Topics = append(mr.Topics, mt)
-			}
+			refusals(&resp.(*kmsg.MetadataResponse).Topics, denied, topicErr)
 		}}, nil
 
 	case *kmsg.ListOffsetsRequest:
 		var denied []kmsg.ListOffsetsRequestTopic
 		r.Topics, denied = split(r.Topics, func(t kmsg.ListOffsetsRequestTopic) bool { return topicOK(sec.OpDescribe)(t.Topic) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			lr := resp.(*kmsg.ListOffsetsResponse)
-			for _, t := range denied {
-				rt := kmsg.NewListOffsetsResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewListOffsetsResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, topicErr
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				lr.Topics = append(lr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.ListOffsetsResponse).Topics, denied, topicErr)
 		}), nil
 
 	case *kmsg.OffsetForLeaderEpochRequest:
@@ -191,17 +166,7 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []kmsg.OffsetForLeaderEpochRequestTopic
 		r.Topics, denied = split(r.Topics, ok)
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			or := resp.(*kmsg.OffsetForLeaderEpochResponse)
-			for _, t := range denied {
-				rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				or.Topics = append(or.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.OffsetForLeaderEpochResponse).Topics, denied, code)
 		}), nil
 
 	case *kmsg.CreateTopicsRequest:
@@ -209,12 +174,7 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []kmsg.CreateTopicsRequestTopic
 		r.Topics, denied = split(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return all || topicOK(sec.OpCreate)(t.Topic) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			cr := resp.(*kmsg.CreateTopicsResponse)
-			for _, t := range denied {
-				rt := kmsg.NewCreateTopicsResponseTopic()
-				rt.Topic, rt.ErrorCode = t.Topic, topicErr
-				cr.Topics = append(cr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.CreateTopicsResponse).Topics, denied, topicErr)
 		}), nil
 
 	case *kmsg.DeleteTopicsRequest:
@@ -240,29 +200,14 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []kmsg.CreatePartitionsRequestTopic
 		r.Topics, denied = split(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool { return topicOK(sec.OpAlter)(t.Topic) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			cr := resp.(*kmsg.CreatePartitionsResponse)
-			for _, t := range denied {
-				rt := kmsg.NewCreatePartitionsResponseTopic()
-				rt.Topic, rt.ErrorCode = t.Topic, topicErr
-				cr.Topics = append(cr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.CreatePartitionsResponse).Topics, denied, topicErr)
 		}), nil
 
 	case *kmsg.DeleteRecordsRequest:
 		var denied []kmsg.DeleteRecordsRequestTopic
 		r.Topics, denied = split(r.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool { return topicOK(sec.OpDelete)(t.Topic) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			dr := resp.(*kmsg.DeleteRecordsResponse)
-			for _, t := range denied {
-				rt := kmsg.NewDeleteRecordsResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewDeleteRecordsResponseTopicPartition()
-					rp.Partition, rp.ErrorCode, rp.LowWatermark = p.Partition, topicErr, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				dr.Topics = append(dr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.DeleteRecordsResponse).Topics, denied, topicErr, "LowWatermark")
 		}), nil
 
 	case *kmsg.DescribeConfigsRequest:
@@ -270,11 +215,8 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []res
 		r.Resources, denied = split(r.Resources, func(x res) bool { return c.configAllowed(sec.OpDescribeConfigs, x.ResourceType, x.ResourceName) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			dr := resp.(*kmsg.DescribeConfigsResponse)
 			for _, x := range denied {
-				rr := kmsg.NewDescribeConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode = x.ResourceType, x.ResourceName, configErr(x.ResourceType)
-				dr.Resources = append(dr.Resources, rr)
+				refusals(&resp.(*kmsg.DescribeConfigsResponse).Resources, []res{x}, configErr(x.ResourceType))
 			}
 		}), nil
 
@@ -283,11 +225,8 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []res
 		r.Resources, denied = split(r.Resources, func(x res) bool { return c.configAllowed(sec.OpAlterConfigs, x.ResourceType, x.ResourceName) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			ar := resp.(*kmsg.AlterConfigsResponse)
 			for _, x := range denied {
-				rr := kmsg.NewAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode = x.ResourceType, x.ResourceName, configErr(x.ResourceType)
-				ar.Resources = append(ar.Resources, rr)
+				refusals(&resp.(*kmsg.AlterConfigsResponse).Resources, []res{x}, configErr(x.ResourceType))
 			}
 		}), nil
 
@@ -296,11 +235,8 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []res
 		r.Resources, denied = split(r.Resources, func(x res) bool { return c.configAllowed(sec.OpAlterConfigs, x.ResourceType, x.ResourceName) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			ar := resp.(*kmsg.IncrementalAlterConfigsResponse)
 			for _, x := range denied {
-				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode = x.ResourceType, x.ResourceName, configErr(x.ResourceType)
-				ar.Resources = append(ar.Resources, rr)
+				refusals(&resp.(*kmsg.IncrementalAlterConfigsResponse).Resources, []res{x}, configErr(x.ResourceType))
 			}
 		}), nil
 
@@ -355,17 +291,7 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 			code = groupErr
 		}
 		post := func(resp kmsg.Response) {
-			or := resp.(*kmsg.OffsetCommitResponse)
-			for _, t := range denied {
-				rt := kmsg.NewOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetCommitResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				or.Topics = append(or.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.OffsetCommitResponse).Topics, denied, code)
 		}
 		if !groupOK {
 			resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -385,26 +311,13 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 				for i := range fr.Groups {
 					fr.Groups[i].Topics, _ = split(fr.Groups[i].Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool { return topicOK(sec.OpDescribe)(t.Topic) })
 				}
-				for _, g := range denied {
-					rg := kmsg.NewOffsetFetchResponseGroup()
-					rg.Group, rg.ErrorCode = g.Group, groupErr
-					fr.Groups = append(fr.Groups, rg)
-				}
+				refusals(&fr.Groups, denied, groupErr)
 			}}, nil
 		}
 		if !c.allowed(sec.OpDescribe, sec.ResourceGroup, r.Group) {
 			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 			resp.ErrorCode = groupErr
-			for _, t := range r.Topics {
-				rt := kmsg.NewOffsetFetchResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetFetchResponseTopicPartition()
-					rp.Partition, rp.ErrorCode, rp.Offset = p, groupErr, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
+			refusals(&resp.Topics, r.Topics, groupErr, "Offset")
 			return &gate{deny: resp}, nil
 		}
 		var denied []kmsg.OffsetFetchRequestTopic
@@ -417,16 +330,7 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		return &gate{post: func(resp kmsg.Response) {
 			fr := resp.(*kmsg.OffsetFetchResponse)
 			fr.Topics, _ = split(fr.Topics, func(t kmsg.OffsetFetchResponseTopic) bool { return topicOK(sec.OpDescribe)(t.Topic) })
-			for _, t := range denied {
-				rt := kmsg.NewOffsetFetchResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetFetchResponseTopicPartition()
-					rp.Partition, rp.ErrorCode, rp.Offset = p, topicErr, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				fr.Topics = append(fr.Topics, rt)
-			}
+			refusals(&fr.Topics, denied, topicErr, "Offset")
 		}}, nil
 
 	case *kmsg.ListGroupsRequest:
@@ -444,24 +348,14 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		var denied []string
 		r.Groups, denied = split(r.Groups, func(g string) bool { return c.allowed(sec.OpDescribe, sec.ResourceGroup, g) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			dr := resp.(*kmsg.DescribeGroupsResponse)
-			for _, g := range denied {
-				rg := kmsg.NewDescribeGroupsResponseGroup()
-				rg.Group, rg.ErrorCode = g, groupErr
-				dr.Groups = append(dr.Groups, rg)
-			}
+			refusals(&resp.(*kmsg.DescribeGroupsResponse).Groups, denied, groupErr)
 		}), nil
 
 	case *kmsg.DeleteGroupsRequest:
 		var denied []string
 		r.Groups, denied = split(r.Groups, func(g string) bool { return c.allowed(sec.OpDelete, sec.ResourceGroup, g) })
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			dr := resp.(*kmsg.DeleteGroupsResponse)
-			for _, g := range denied {
-				rg := kmsg.NewDeleteGroupsResponseGroup()
-				rg.Group, rg.ErrorCode = g, groupErr
-				dr.Groups = append(dr.Groups, rg)
-			}
+			refusals(&resp.(*kmsg.DeleteGroupsResponse).Groups, denied, groupErr)
 		}), nil
 
 	case *kmsg.LeaderAndISRRequest, *kmsg.UpdateMetadataRequest, *kmsg.StopReplicaRequest,

@@ -110,17 +110,7 @@ func (c *conn) authorizeTxn(req kmsg.Request) (g *gate, ok bool) {
 			return nil, true
 		}
 		post := func(resp kmsg.Response) {
-			tr := resp.(*kmsg.TxnOffsetCommitResponse)
-			for _, t := range denied {
-				rt := kmsg.NewTxnOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				tr.Topics = append(tr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.TxnOffsetCommitResponse).Topics, denied, code)
 		}
 		if len(r.Topics) == 0 { // nothing left to commit
 			resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -133,23 +123,10 @@ func (c *conn) authorizeTxn(req kmsg.Request) (g *gate, ok bool) {
 		if c.clusterAllowed(sec.OpClusterAction) {
 			return nil, true
 		}
-		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-		for _, m := range r.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rm.Topics = append(rm.Topics, rt)
-			}
-			resp.Markers = append(resp.Markers, rm)
-		}
-		return &gate{deny: resp}, true
+		deny := txnMarkersResponse(r, func(*kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
+			return kerr.ClusterAuthorizationFailed.Code
+		})
+		return &gate{deny: deny}, true
 
 	case *kmsg.DescribeTransactionsRequest:
 		var denied []string
@@ -183,17 +160,7 @@ func (c *conn) authorizeTxn(req kmsg.Request) (g *gate, ok bool) {
 			return c.allowed(sec.OpRead, sec.ResourceTopic, t.Topic)
 		})
 		return postIf(len(denied) > 0, func(resp kmsg.Response) {
-			dr := resp.(*kmsg.DescribeProducersResponse)
-			for _, t := range denied {
-				rt := kmsg.NewDescribeProducersResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewDescribeProducersResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p, topicErr
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				dr.Topics = append(dr.Topics, rt)
-			}
+			refusals(&resp.(*kmsg.DescribeProducersResponse).Topics, denied, topicErr)
 		}), true
 	}
 	return nil, false
@@ -235,15 +202,6 @@ func produceHasTxn(r *kmsg.ProduceRequest) bool {
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 func produceTxnError(r *kmsg.ProduceRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
-	for _, t := range r.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, txnIDErr
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
+	refusals(&resp.Topics, r.Topics, txnIDErr)
 	return resp
 }

@@ -20,20 +20,7 @@ func (s *Server) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	resp.Default()
-	type item struct {
-		name *string
-		id   [16]byte
-	}
-	var items []item
-	if req.Version >= 6 {
-		for _, rt := range req.Topics {
-			items = append(items, item{rt.Topic, rt.TopicID})
-		}
-	} else {
-		for i := range req.TopicNames {
-			items = append(items, item{name: &req.TopicNames[i]})
-		}
-	}
+	items := deleteTopicsItems(req)
 	seen := map[string]int{}
 	for _, it := range items {
 		if it.name != nil {
@@ -103,4 +90,27 @@ func (s *Server) deleteTopic(version int16, name *string, id [16]byte, dup bool,
 		s.log.Error("deleting topic: partition directories", "topic", t.name, "error", err)
 	}
 	return 0, ""
+}
+
+// deleteTopicsItem is one topic a DeleteTopics names: by name (v0-5, or
+// v6 with a name) or by topic id (v6, name null).
+type deleteTopicsItem struct {
+	name *string
+	id   [16]byte
+}
+
+// deleteTopicsItems lists the topics req names, in order, from the field
+// its version uses.
+func deleteTopicsItems(req *kmsg.DeleteTopicsRequest) []deleteTopicsItem {
+	var items []deleteTopicsItem
+	if req.Version >= 6 {
+		for _, rt := range req.Topics {
+			items = append(items, deleteTopicsItem{rt.Topic, rt.TopicID})
+		}
+	} else {
+		for i := range req.TopicNames {
+			items = append(items, deleteTopicsItem{name: &req.TopicNames[i]})
+		}
+	}
+	return items
 }

@@ -45,6 +45,22 @@ type fetchTopic struct {
 // client to send full requests; an incremental request (epoch > 0) gets
 // FETCH_SESSION_ID_NOT_FOUND.
 func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) error {
+	var waits []<-chan struct{}
+	return s.fetchLoop(c, h, req, func() ([]fetchTopic, int64, bool, time.Duration) {
+		waits = s.fetchWaits(req)
+		topics, bytes, failed := s.readFetch(req)
+		return topics, bytes, failed, 0
+	}, func(timer <-chan time.Time) { waitAny(waits, timer, s.done) })
+}
+
+// fetchLoop is a Fetch's read-and-wait loop, single-node and in a cluster:
+// read reads the partitions once, taking first what park will wait on (so
+// a change between the read and the wait is not missed), and says how soon
+// to read again when it held partitions back (0: only at max wait); park
+// waits for that, the timer or the server's shutdown. The response is
+// written when min_bytes are there, a partition failed, max_wait_ms has
+// passed or the server closes.
+func (s *Server) fetchLoop(c *conn, h *reqHeader, req *kmsg.FetchRequest, read func() (topics []fetchTopic, bytes int64, failed bool, again time.Duration), park func(timer <-chan time.Time)) error {
 	if req.Version >= 7 && (req.SessionEpoch > 0 || req.SessionID != 0) {
 		return c.writeFetch(h, req, kerr.FetchSessionIDNotFound.Code, nil)
 	}
@@ -56,8 +72,7 @@ func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) erro
 		}
 	}()
 	for {
-		waits := s.fetchWaits(req)
-		topics, bytes, failed := s.readFetch(req)
+		topics, bytes, failed, again := read()
 		remaining := time.Until(deadline)
 		if bytes >= int64(req.MinBytes) || failed || remaining <= 0 || s.closing.Load() {
 			if c.fetchThrottled(h, req, bytes) { // over a quota: an empty response (Kafka's getThrottledResponse)
@@ -70,12 +85,15 @@ func (s *Server) handleFetch(c *conn, h *reqHeader, req *kmsg.FetchRequest) erro
 		}
 		releaseFetch(topics)
 		fetchParks.Add(1)
+		if again > 0 {
+			remaining = min(remaining, again)
+		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 		} else {
 			timer.Reset(remaining)
 		}
-		c.parked(false, func() { waitAny(waits, timer.C, s.done) })
+		c.parked(false, func() { park(timer.C) })
 	}
 }
 

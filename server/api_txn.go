@@ -212,8 +212,17 @@ func (s *Server) commitTxnOffsets(r *kmsg.TxnOffsetCommitRequest, offs map[topic
 // request to this partition leader): each marker is appended as a control
 // batch.
 func (s *Server) handleWriteTxnMarkers(r *kmsg.WriteTxnMarkersRequest) kmsg.Response {
+	return txnMarkersResponse(r, func(m *kmsg.WriteTxnMarkersRequestMarker, topic string, p int32) int16 {
+		return s.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, topic, p)
+	})
+}
+
+// txnMarkersResponse is r's response, each partition of each marker given
+// the error code code returns for it (called in the request's order).
+func txnMarkersResponse(r *kmsg.WriteTxnMarkersRequest, code func(m *kmsg.WriteTxnMarkersRequestMarker, topic string, p int32) int16) *kmsg.WriteTxnMarkersResponse {
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	for _, m := range r.Markers {
+	for i := range r.Markers {
+		m := &r.Markers[i]
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
 		for _, t := range m.Topics {
@@ -221,8 +230,7 @@ func (s *Server) handleWriteTxnMarkers(r *kmsg.WriteTxnMarkersRequest) kmsg.Resp
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-				rp.Partition = p
-				rp.ErrorCode = s.writeTxnMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, t.Topic, p)
+				rp.Partition, rp.ErrorCode = p, code(m, t.Topic, p)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)

@@ -26,51 +26,21 @@ import (
 // (consumers), and the response is framed around the file regions with
 // sendfile (fetch_write.go).
 func (s *Server) handleFetchCluster(c *conn, h *reqHeader, req *kmsg.FetchRequest) error {
-	if req.Version >= 7 && (req.SessionEpoch > 0 || req.SessionID != 0) {
-		return c.writeFetch(h, req, kerr.FetchSessionIDNotFound.Code, nil)
-	}
 	cl := s.cl
 	follower := req.ReplicaID >= 0
-	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
+	var wake <-chan struct{}
+	return s.fetchLoop(c, h, req, func() ([]fetchTopic, int64, bool, time.Duration) {
+		wake = cl.fetchWait(follower)
+		// throttled: read again when the leader throttle lets the
+		// partitions it held back through, not only at max wait.
+		return cl.readFetch(req, follower)
+	}, func(timer <-chan time.Time) {
+		select {
+		case <-wake:
+		case <-timer:
+		case <-s.done:
 		}
-	}()
-	for {
-		wake := cl.fetchWait(follower)
-		topics, bytes, failed, throttled := cl.readFetch(req, follower)
-		remaining := time.Until(deadline)
-		if bytes >= int64(req.MinBytes) || failed || remaining <= 0 || s.closing.Load() {
-			if c.fetchThrottled(h, req, bytes) { // over a quota: an empty response (Kafka's getThrottledResponse)
-				releaseFetch(topics)
-				topics = nil
-			}
-			err := c.writeFetch(h, req, 0, topics)
-			releaseFetch(topics)
-			return err
-		}
-		releaseFetch(topics)
-		fetchParks.Add(1)
-		if throttled > 0 {
-			// Read again when the leader throttle lets the partitions
-			// it held back through, not only at max wait.
-			remaining = min(remaining, throttled)
-		}
-		if timer == nil {
-			timer = time.NewTimer(remaining)
-		} else {
-			timer.Reset(remaining)
-		}
-		c.parked(false, func() {
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-s.done:
-			}
-		})
-	}
+	})
 }
 
 // fetchWait is what a parked fetch wakes on, taken before the read so no

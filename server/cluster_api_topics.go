@@ -190,20 +190,7 @@ func (s *Server) handleDeleteTopicsCluster(req *kmsg.DeleteTopicsRequest) kmsg.R
 	cl := s.cl
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	resp.Default()
-	type item struct {
-		name *string
-		id   [16]byte
-	}
-	var items []item
-	if req.Version >= 6 {
-		for _, rt := range req.Topics {
-			items = append(items, item{rt.Topic, rt.TopicID})
-		}
-	} else {
-		for i := range req.TopicNames {
-			items = append(items, item{name: &req.TopicNames[i]})
-		}
-	}
+	items := deleteTopicsItems(req)
 	var deleting []int
 	im := cl.images.load()
 	for _, it := range items {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"net"
@@ -34,67 +33,35 @@ func newMuteProxy(t *testing.T) *muteProxy {
 	}
 	p := &muteProxy{ln: ln}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
+	go acceptEach(ln, p.serve)
 	return p
 }
 
 func (p *muteProxy) serve(c net.Conn) {
-	defer c.Close()
 	target, _ := p.target.Load().(string)
 	if target == "" {
+		c.Close()
 		return // the broker is not up yet: the caller retries
 	}
-	up, err := net.Dial("tcp", target)
-	if err != nil {
-		return
-	}
-	defer up.Close()
 	var mu sync.Mutex
 	produces := map[int32]bool{} // correlation ids of produce requests
-	go func() {
-		defer up.Close()
-		defer c.Close()
-		for {
-			f, err := readKafkaFrame(c)
-			if err != nil || len(f) < 12 {
-				return
-			}
-			if binary.BigEndian.Uint16(f[4:]) == uint16(kmsg.Produce) {
-				mu.Lock()
-				produces[int32(binary.BigEndian.Uint32(f[8:]))] = true
-				mu.Unlock()
-			}
-			if _, err := up.Write(f); err != nil {
-				return
-			}
+	relayFrames(c, target, func(key int16, corr int32) {
+		if key == int16(kmsg.Produce) {
+			mu.Lock()
+			produces[corr] = true
+			mu.Unlock()
 		}
-	}()
-	for {
-		f, err := readKafkaFrame(up)
-		if err != nil || len(f) < 8 {
-			return
-		}
-		corr := int32(binary.BigEndian.Uint32(f[4:]))
+	}, func(corr int32) bool {
 		mu.Lock()
 		produce := produces[corr]
 		delete(produces, corr)
 		mu.Unlock()
 		if produce && p.muted.Load() {
 			p.dropped.Add(1)
-			return // this response and every later one on the connection are lost
+			return true // this response and every later one on the connection are lost
 		}
-		if _, err := c.Write(f); err != nil {
-			return
-		}
-	}
+		return false
+	})
 }
 
 // TestClusterIdempotentLeaderKilled: in a cluster of three on a real

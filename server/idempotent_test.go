@@ -70,16 +70,20 @@ func newDropProxy(t *testing.T) *dropProxy {
 	}
 	p := &dropProxy{ln: ln, corr: map[net.Conn]int32{}}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
+	go acceptEach(ln, p.serve)
 	return p
+}
+
+// acceptEach serves each connection ln accepts on its own goroutine until
+// ln is closed.
+func acceptEach(ln net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go serve(c)
+	}
 }
 
 func readKafkaFrame(r io.Reader) ([]byte, error) {
@@ -98,8 +102,32 @@ func readKafkaFrame(r io.Reader) ([]byte, error) {
 }
 
 func (p *dropProxy) serve(c net.Conn) {
+	relayFrames(c, p.target.Load().(string), func(key int16, corr int32) {
+		if key == int16(kmsg.Produce) && p.armed.CompareAndSwap(true, false) {
+			p.mu.Lock()
+			p.corr[c] = corr
+			p.mu.Unlock()
+		}
+	}, func(corr int32) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		want, drop := p.corr[c]
+		if drop = drop && want == corr; drop {
+			delete(p.corr, c)
+			p.dropped.Add(1)
+		}
+		return drop
+	})
+}
+
+// relayFrames relays Kafka frames between client c and the broker at
+// target until either side ends: request sees each request's API key and
+// correlation id before it is sent on; at the first response for which
+// drop is true the connection is cut, that response and every later one
+// lost (a response lost after the broker acted on the request).
+func relayFrames(c net.Conn, target string, request func(key int16, corr int32), drop func(corr int32) bool) {
 	defer c.Close()
-	up, err := net.Dial("tcp", p.target.Load().(string))
+	up, err := net.Dial("tcp", target)
 	if err != nil {
 		return
 	}
@@ -112,11 +140,7 @@ func (p *dropProxy) serve(c net.Conn) {
 			if err != nil || len(f) < 12 {
 				return
 			}
-			if binary.BigEndian.Uint16(f[4:]) == uint16(kmsg.Produce) && p.armed.CompareAndSwap(true, false) {
-				p.mu.Lock()
-				p.corr[c] = int32(binary.BigEndian.Uint32(f[8:]))
-				p.mu.Unlock()
-			}
+			request(int16(binary.BigEndian.Uint16(f[4:])), int32(binary.BigEndian.Uint32(f[8:])))
 			if _, err := up.Write(f); err != nil {
 				return
 			}
@@ -127,16 +151,8 @@ func (p *dropProxy) serve(c net.Conn) {
 		if err != nil || len(f) < 8 {
 			return
 		}
-		p.mu.Lock()
-		corr, drop := p.corr[c]
-		drop = drop && corr == int32(binary.BigEndian.Uint32(f[4:]))
-		if drop {
-			delete(p.corr, c)
-		}
-		p.mu.Unlock()
-		if drop {
-			p.dropped.Add(1)
-			return // the response is lost with the connection
+		if drop(int32(binary.BigEndian.Uint32(f[4:]))) {
+			return
 		}
 		if _, err := c.Write(f); err != nil {
 			return

@@ -58,58 +58,41 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // requestPartitions counts the partitions a request names (0 for APIs
 // that name none, or name them all by omission).
 func requestPartitions(req kmsg.Request) int {
-	n := 0
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.ProduceRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.FetchRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.FetchRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.ListOffsetsRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.ListOffsetsRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.OffsetCommitRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.OffsetFetchRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
-		for i := range r.Groups {
-			for j := range r.Groups[i].Topics {
-				n += len(r.Groups[i].Topics[j].Partitions)
-			}
-		}
+		return sumOf(r.Topics, func(t *kmsg.OffsetFetchRequestTopic) int { return len(t.Partitions) }) +
+			sumOf(r.Groups, func(g *kmsg.OffsetFetchRequestGroup) int {
+				return sumOf(g.Topics, func(t *kmsg.OffsetFetchRequestGroupTopic) int { return len(t.Partitions) })
+			})
 	case *kmsg.DeleteRecordsRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.DeleteRecordsRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.OffsetForLeaderEpochRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.OffsetForLeaderEpochRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.LeaderAndISRRequest:
-		n = len(r.PartitionStates)
-		for i := range r.TopicStates {
-			n += len(r.TopicStates[i].PartitionStates)
-		}
+		return len(r.PartitionStates) + sumOf(r.TopicStates, func(t *kmsg.LeaderAndISRRequestTopicState) int { return len(t.PartitionStates) })
 	case *kmsg.StopReplicaRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions) + len(r.Topics[i].PartitionStates)
-		}
+		return sumOf(r.Topics, func(t *kmsg.StopReplicaRequestTopic) int { return len(t.Partitions) + len(t.PartitionStates) })
 	case *kmsg.ElectLeadersRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.ElectLeadersRequestTopic) int { return len(t.Partitions) })
 	case *kmsg.OffsetDeleteRequest:
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
+		return sumOf(r.Topics, func(t *kmsg.OffsetDeleteRequestTopic) int { return len(t.Partitions) })
 	}
-	return n
+	return 0
+}
+
+// sumOf is the sum of n over xs.
+func sumOf[T any](xs []T, n func(*T) int) int {
+	sum := 0
+	for i := range xs {
+		sum += n(&xs[i])
+	}
+	return sum
 }

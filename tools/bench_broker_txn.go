@@ -140,41 +140,5 @@ func benchTxnProduce(cfg benchBrokerConfig, tgt benchTarget, topic string) (time
 // isolation level iso and checks every value's size. They begin at offset
 // cfg.warmup+1: the warm-up transaction's records, then its COMMIT marker.
 func benchTxnConsume(cfg benchBrokerConfig, tgt benchTarget, topic string, iso kgo.IsolationLevel) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(tgt.seeds...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(cfg.warmup + 1)}}),
-		kgo.FetchIsolationLevel(iso),
-		kgo.FetchMaxBytes(cfg.fetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(cfg.fetchPartBytes),
-		kgo.FetchMaxWait(time.Second),
-	}, tgt.conn...)...)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	var n int64
-	var bad error
-	t0 := time.Now()
-	for n < cfg.records && bad == nil {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("consumed %d of %d records: %w", n, cfg.records, err)
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			bad = fmt.Errorf("fetch %s/%d: %w", t, p, err)
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			if bad == nil && len(r.Value) != cfg.recordSize {
-				bad = fmt.Errorf("record at offset %d has %d value bytes, want %d", r.Offset, len(r.Value), cfg.recordSize)
-			}
-			n++
-		})
-	}
-	d := time.Since(t0)
-	if bad != nil {
-		return 0, bad
-	}
-	return d, nil
+	return consumeRecords(cfg, tgt, topic, cfg.warmup+1, false, nil, kgo.FetchIsolationLevel(iso))
 }

@@ -47,78 +47,87 @@ func roundTrip(c net.Conn, r *bufio.Reader, msg string, wait time.Duration) (str
 	return r.ReadString('\n')
 }
 
-func TestForwardBlockUnblock(t *testing.T) {
+// startProxy is a proxy in front of a new echo server, closed when the test
+// ends.
+func startProxy(t *testing.T) *Proxy {
+	t.Helper()
 	p, err := New(echoServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// dialLines connects to addr, closed when the test ends, with a reader of
+// its lines.
+func dialLines(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if got, err := roundTrip(c, r, "one", 10*time.Second); err != nil || got != "one\n" {
-		t.Fatalf("forwarding: %q %v", got, err)
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// wantEcho sends msg and wants want back within 10s.
+func wantEcho(t *testing.T, c net.Conn, r *bufio.Reader, msg, want, what string) {
+	t.Helper()
+	if got, err := roundTrip(c, r, msg, 10*time.Second); err != nil || got != want {
+		t.Fatalf("%s: %q %v", what, got, err)
 	}
+}
+
+// wantSilence sends msg and wants no answer: a read timeout (200ms), the
+// connection left open.
+func wantSilence(t *testing.T, c net.Conn, r *bufio.Reader, msg, what string) {
+	t.Helper()
+	if got, err := roundTrip(c, r, msg, 200*time.Millisecond); err == nil {
+		t.Fatalf("%s: forwarded %q", what, got)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("%s: want a timeout, got %v", what, err)
+	}
+}
+
+// wantLine wants the next line read from c within 10s to be want.
+func wantLine(t *testing.T, c net.Conn, r *bufio.Reader, want, what string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := r.ReadString('\n'); err != nil || got != want {
+		t.Fatalf("%s: %q %v", what, got, err)
+	}
+}
+
+func TestForwardBlockUnblock(t *testing.T) {
+	p := startProxy(t)
+	c, r := dialLines(t, p.Addr())
+	wantEcho(t, c, r, "one", "one\n", "forwarding")
 	p.Block()
 	// A partition is silence: the round trip times out, the connection stays.
-	if got, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
-		t.Fatalf("blocked proxy forwarded %q", got)
-	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		t.Fatalf("blocked proxy: want a timeout, got %v", err)
-	}
+	wantSilence(t, c, r, "two", "blocked proxy")
 	// A new connection is accepted but goes nowhere.
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	r2 := bufio.NewReader(c2)
+	c2, r2 := dialLines(t, p.Addr())
 	if _, err := roundTrip(c2, r2, "x", 200*time.Millisecond); err == nil {
 		t.Fatal("new connection forwarded while blocked")
 	}
 	p.Unblock()
 	// The held bytes arrive after the partition heals.
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if got, err := r.ReadString('\n'); err != nil || got != "two\n" {
-		t.Fatalf("after unblock: %q %v", got, err)
-	}
-	_ = c2.SetDeadline(time.Now().Add(10 * time.Second))
-	if got, err := r2.ReadString('\n'); err != nil || got != "x\n" {
-		t.Fatalf("held connection after unblock: %q %v", got, err)
-	}
+	wantLine(t, c, r, "two\n", "after unblock")
+	wantLine(t, c2, r2, "x\n", "held connection after unblock")
 }
 
 func TestReset(t *testing.T) {
-	p, err := New(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if _, err := roundTrip(c, r, "one", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	p := startProxy(t)
+	c, r := dialLines(t, p.Addr())
+	wantEcho(t, c, r, "one", "one\n", "before Reset")
 	p.Reset()
 	if _, err := roundTrip(c, r, "two", 10*time.Second); err == nil {
 		t.Fatal("connection survived Reset")
 	}
 	// New connections work after a reset.
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if got, err := roundTrip(c2, bufio.NewReader(c2), "three", 10*time.Second); err != nil || got != "three\n" {
-		t.Fatalf("after reset: %q %v", got, err)
-	}
+	c2, r2 := dialLines(t, p.Addr())
+	wantEcho(t, c2, r2, "three", "three\n", "after reset")
 }
 
 func TestCloseWhileBlocked(t *testing.T) {
@@ -145,20 +154,9 @@ func TestCloseWhileBlocked(t *testing.T) {
 // TestRefuse: open connections are closed, new ones are closed at once,
 // and Unblock lets connections through again.
 func TestRefuse(t *testing.T) {
-	p, err := New(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if got, err := roundTrip(c, r, "a", 10*time.Second); err != nil || got != "a\n" {
-		t.Fatalf("before: %q %v", got, err)
-	}
+	p := startProxy(t)
+	c, r := dialLines(t, p.Addr())
+	wantEcho(t, c, r, "a", "a\n", "before")
 	p.Refuse()
 	if _, err := roundTrip(c, r, "b", 10*time.Second); err == nil {
 		t.Fatal("an open connection survived Refuse")
@@ -174,33 +172,16 @@ func TestRefuse(t *testing.T) {
 		c2.Close()
 	}
 	p.Unblock()
-	c3, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	if got, err := roundTrip(c3, bufio.NewReader(c3), "c", 10*time.Second); err != nil || got != "c\n" {
-		t.Fatalf("after Unblock: %q %v", got, err)
-	}
+	c3, r3 := dialLines(t, p.Addr())
+	wantEcho(t, c3, r3, "c", "c\n", "after Unblock")
 }
 
 // TestSetTarget: connections accepted after SetTarget go to the new
 // target; an open one keeps its own.
 func TestSetTarget(t *testing.T) {
-	p, err := New(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if got, err := roundTrip(c, r, "old", 10*time.Second); err != nil || got != "old\n" {
-		t.Fatalf("%q %v", got, err)
-	}
+	p := startProxy(t)
+	c, r := dialLines(t, p.Addr())
+	wantEcho(t, c, r, "old", "old\n", "before SetTarget")
 	// The new target answers with a prefix, so its answers tell.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -217,15 +198,7 @@ func TestSetTarget(t *testing.T) {
 		_, _ = s.Write([]byte("new:" + line))
 	}()
 	p.SetTarget(ln.Addr().String())
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if got, err := roundTrip(c2, bufio.NewReader(c2), "x", 10*time.Second); err != nil || got != "new:x\n" {
-		t.Fatalf("a connection after SetTarget: %q %v", got, err)
-	}
-	if got, err := roundTrip(c, r, "still", 10*time.Second); err != nil || got != "still\n" {
-		t.Fatalf("the open connection after SetTarget: %q %v", got, err)
-	}
+	c2, r2 := dialLines(t, p.Addr())
+	wantEcho(t, c2, r2, "x", "new:x\n", "a connection after SetTarget")
+	wantEcho(t, c, r, "still", "still\n", "the open connection after SetTarget")
 }

@@ -29,58 +29,32 @@ func TestBlockSource(t *testing.T) {
 	}
 	defer p.Close()
 	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", p.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		r := bufio.NewReader(c)
+		c, r := dialLines(t, p.Addr())
 		// A round trip makes sure the proxy labelled it before the next dial.
-		if got, err := roundTrip(c, r, "hello", 10*time.Second); err != nil || got != "hello\n" {
-			t.Fatalf("forwarding: %q %v", got, err)
-		}
+		wantEcho(t, c, r, "hello", "hello\n", "forwarding")
 		return c, r
 	}
 	cut, cutR := dial()
 	kept, keptR := dial()
 	p.BlockSource("cut")
-	if got, err := roundTrip(cut, cutR, "one", 200*time.Millisecond); err == nil {
-		t.Fatalf("a blocked source forwarded %q", got)
-	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		t.Fatalf("blocked source: want a timeout, got %v", err)
-	}
-	if got, err := roundTrip(kept, keptR, "two", 10*time.Second); err != nil || got != "two\n" {
-		t.Fatalf("another source while one is blocked: %q %v", got, err)
-	}
+	wantSilence(t, cut, cutR, "one", "blocked source")
+	wantEcho(t, kept, keptR, "two", "two\n", "another source while one is blocked")
 	// A new connection of the blocked label is accepted but goes nowhere.
-	c3, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	r3 := bufio.NewReader(c3)
+	c3, r3 := dialLines(t, p.Addr())
 	if _, err := roundTrip(c3, r3, "three", 200*time.Millisecond); err == nil {
 		t.Fatal("a new connection of a blocked source was forwarded")
 	}
 	// Block and Unblock of the whole proxy do not lift the source's block.
 	p.Block()
 	p.Unblock()
-	if got, err := roundTrip(kept, keptR, "four", 10*time.Second); err != nil || got != "four\n" {
-		t.Fatalf("after Block/Unblock: %q %v", got, err)
-	}
+	wantEcho(t, kept, keptR, "four", "four\n", "after Block/Unblock")
 	_ = cut.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	if got, err := cutR.ReadString('\n'); err == nil {
 		t.Fatalf("Unblock lifted a source block: %q", got)
 	}
 	p.UnblockSource("cut")
-	_ = cut.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if got, err := cutR.ReadString('\n'); err != nil || got != "one\n" {
-		t.Fatalf("held bytes after UnblockSource: %q %v", got, err)
-	}
-	_ = c3.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if got, err := r3.ReadString('\n'); err != nil || got != "three\n" {
-		t.Fatalf("held connection after UnblockSource: %q %v", got, err)
-	}
+	wantLine(t, cut, cutR, "one\n", "held bytes after UnblockSource")
+	wantLine(t, c3, r3, "three\n", "held connection after UnblockSource")
 }
 
 // TestHelperDialer is not a test: with FAULTPROXY_DIAL set it dials that
@@ -117,14 +91,8 @@ func TestPeerPID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got, err := roundTrip(c, bufio.NewReader(c), "self", 10*time.Second); err != nil || got != "self\n" {
-		t.Fatalf("%q %v", got, err)
-	}
+	c, r := dialLines(t, p.Addr())
+	wantEcho(t, c, r, "self", "self\n", "own connection")
 	if pid := <-pids; pid != os.Getpid() {
 		t.Fatalf("own connection: PeerPID %d, want %d", pid, os.Getpid())
 	}
