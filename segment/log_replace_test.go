@@ -15,7 +15,7 @@ import (
 // temporary files left.
 func TestReplaceSegments(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
-		o := &Options{FS: fsys, SegmentBytes: 600, SegmentIndexBytes: 4096, FileDeleteDelayMs: 30, Logger: quiet}
+		o := &Options{FS: fsys, SegmentBytes: 600, SegmentIndexBytes: 4096, FileDeleteDelayMs: 60000, Logger: quiet}
 		l, err := Open(dir, o)
 		if err != nil {
 			t.Fatal(err)
