@@ -126,7 +126,7 @@ func (cl *clusterNode) openLog(tp replica.TopicPartition, o replica.OpenOptions)
 		cl.registerCleaner(t, tp, l)
 		return l, nil
 	}
-	dd := cl.emptiestOnlineDir()
+	dd := cl.dirForNewReplica(tp)
 	if dd == nil {
 		return nil, fmt.Errorf("%w: every log dir is offline", ErrDataDir)
 	}
