@@ -16,8 +16,8 @@ import (
 // DescribeLogDirs (key 35).
 func logDirsCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "log-dirs",
-		Usage:     "describe the brokers' log dirs and the replicas in them (kafka-log-dirs.sh)",
+		Name:  "log-dirs",
+		Usage: "describe the brokers' log dirs and the replicas in them (kafka-log-dirs.sh)",
 		UsageText: "strata log-dirs --bootstrap-server HOST:PORT --describe [--broker-list 1,2] [--topic-list a,b]\n" +
 			"   strata log-dirs --bootstrap-server HOST:PORT --alter --reassignment-json-file F\n" +
 			"   strata log-dirs --bootstrap-server HOST:PORT --verify --reassignment-json-file F",
