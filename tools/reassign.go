@@ -48,9 +48,18 @@ func reassignCommand() *cli.Command {
               reassignment is in progress. Increasing the replication factor is a plan with
               more replicas.
   --verify    per partition of the file: complete, still in progress, or failed (no
-              reassignment in progress but other replicas than the plan's)
+              reassignment in progress but other replicas than the plan's); and per
+              replica the plan's log_dirs send to a log dir: completed, still in
+              progress, or not moving
   --cancel    cancels the reassignments of the file's partitions still in progress: the
               original replicas stay, the new ones are deleted
+
+A partition's "log_dirs" (one per replica: "any" or an absolute path) puts replicas in
+those log dirs of their brokers: --execute sends AlterReplicaLogDirs to each broker
+before it starts the reassignment (a broker remembers the dir of a replica it does not
+have yet and creates it there; one it has is copied there while it serves it). A broker
+refusing (LOG_DIR_NOT_FOUND for a dir it does not have) stops --execute before anything
+starts.
 
 --throttle BYTES_PER_SEC (with --execute) throttles the moving replicas as Kafka does: the
 brokers' leader.replication.throttled.rate and follower.replication.throttled.rate, the
@@ -342,6 +351,9 @@ func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle
 		cur = append(cur, planPartition{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(pd.Replicas)})
 	}
 	fmt.Fprintf(r.out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", planJSON(cur))
+	if err := r.sendLogDirs(ctx, plan); err != nil {
+		return err
+	}
 	if throttle > 0 {
 		if err := r.setThrottles(ctx, cur, plan, throttle); err != nil {
 			return err
@@ -441,6 +453,9 @@ func (r *reassigner) verify(ctx context.Context, plan []planPartition) error {
 		if _, ok := running[p.name()]; ok {
 			return nil // throttles stay while any partition of the plan moves
 		}
+	}
+	if done, err := r.verifyLogDirs(ctx, plan); err != nil || !done {
+		return err
 	}
 	return r.clearThrottles(ctx, plan)
 }
