@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/stratalog/strata/internal/fsutil"
 	"github.com/stratalog/strata/recovery"
 	"github.com/stratalog/strata/segment"
 )
@@ -69,7 +71,9 @@ func newLogDirMoves(rate int64) *logDirMoves {
 // logMove is one replica being copied to another log dir.
 type logMove struct {
 	tp        recovery.TopicPartition
+	host      moveHost
 	target    *recovery.DataDir
+	mu        sync.Mutex // a copy step, or a truncation following the current log
 	futureDir string
 	future    *segment.Log
 	stop      chan struct{} // closed to cancel
@@ -173,7 +177,12 @@ func (ts *topicStore) alterLogDir(topic string, part int32, dir string) int16 {
 	if p.offlineErr() != nil {
 		return kerr.KafkaStorageError.Code
 	}
-	cur := m.loc.Load()
+	return ts.alterHostedLogDir(&nodeHost{ts: ts, p: p, m: m}, tp, target)
+}
+
+// alterHostedLogDir moves a replica the broker hosts to target (a
+// configured, online log dir): the error code.
+func (ts *topicStore) alterHostedLogDir(h moveHost, tp recovery.TopicPartition, target *recovery.DataDir) int16 {
 	ts.moves.mu.Lock()
 	old := ts.moves.active[tp]
 	if old != nil && old.target == target {
@@ -184,21 +193,57 @@ func (ts *topicStore) alterLogDir(topic string, part int32, dir string) int16 {
 	if old != nil {
 		ts.cancelMove(old)
 	}
-	if cur.dd == target {
+	if filepath.Clean(filepath.Dir(h.current().Dir())) == filepath.Clean(target.Dir()) {
 		return 0 // already there
 	}
-	if err := ts.startMove(p, m, target, ""); err != nil {
-		ts.log.Error("starting a replica move between log dirs", "topic", topic, "partition", part, "dir", dir, "error", err)
+	if err := ts.startMove(h, tp, target, ""); err != nil {
+		ts.log.Error("starting a replica move between log dirs", "topic", tp.Topic, "partition", tp.Partition, "dir", target.Dir(), "error", err)
 		return kerr.KafkaStorageError.Code
 	}
 	return 0
 }
 
+// moveHost is the partition a move copies from and swaps into: a single
+// node's movableLog (nodeHost) or a cluster replica (replicaHost).
+type moveHost interface {
+	current() *segment.Log
+	// swap runs fn under the partition's append lock and makes the log
+	// it returns the partition's log.
+	swap(mv *logMove, fn func(cur *segment.Log) (*segment.Log, error)) error
+	// swapped registers the new log with the cleaner.
+	swapped(nl *segment.Log)
+}
+
+// nodeHost is a single node's partition.
+type nodeHost struct {
+	ts *topicStore
+	p  *partition
+	m  *movableLog
+}
+
+func (h *nodeHost) current() *segment.Log { return h.m.cur() }
+
+func (h *nodeHost) swap(mv *logMove, fn func(cur *segment.Log) (*segment.Log, error)) error {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	nl, err := fn(h.m.cur())
+	if err != nil {
+		return err
+	}
+	h.m.loc.Store(&logLoc{log: nl, dd: mv.target, dir: nl.Dir()})
+	return nil
+}
+
+func (h *nodeHost) swapped(*segment.Log) {
+	if t := h.ts.get(h.p.topic); t != nil {
+		h.ts.registerCleaner(t, h.p)
+	}
+}
+
 // startMove opens the future log of p in target (futureDir: resume that
 // directory; "": a new one) and starts copying into it.
-func (ts *topicStore) startMove(p *partition, m *movableLog, target *recovery.DataDir, futureDir string) error {
-	tp := recovery.TopicPartition{Topic: p.topic, Partition: p.index}
-	src := m.cur()
+func (ts *topicStore) startMove(h moveHost, tp recovery.TopicPartition, target *recovery.DataDir, futureDir string) error {
+	src := h.current()
 	opts := src.Options()
 	// The future log has a failure state of its own (Health nil): an I/O
 	// error in it fails the move, not the target log dir's other logs.
@@ -228,12 +273,17 @@ func (ts *topicStore) startMove(p *partition, m *movableLog, target *recovery.Da
 		_ = ts.fs.RemoveAll(futureDir)
 		return err
 	}
+	if err := ts.copyPartitionMetadata(src.Dir(), futureDir); err != nil {
+		_ = future.Close()
+		_ = ts.fs.RemoveAll(futureDir)
+		return err
+	}
 	if err := ts.fs.SyncDir(target.Dir()); err != nil {
 		_ = future.Close()
 		_ = ts.fs.RemoveAll(futureDir)
 		return err
 	}
-	mv := &logMove{tp: tp, target: target, futureDir: futureDir, future: future,
+	mv := &logMove{tp: tp, host: h, target: target, futureDir: futureDir, future: future,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	ts.moves.mu.Lock()
 	if ts.moves.closed {
@@ -245,8 +295,8 @@ func (ts *topicStore) startMove(p *partition, m *movableLog, target *recovery.Da
 	ts.moves.wg.Add(1)
 	ts.moves.mu.Unlock()
 	ts.log.Info("replica move to another log dir started", "topic", tp.Topic, "partition", tp.Partition,
-		"from", m.loc.Load().dir, "future", futureDir, "log_end_offset", src.LogEndOffset())
-	go ts.runMove(p, m, mv)
+		"from", src.Dir(), "future", futureDir, "log_end_offset", src.LogEndOffset())
+	go ts.runMove(mv)
 	return nil
 }
 
@@ -262,10 +312,10 @@ func (ts *topicStore) cancelMove(mv *logMove) {
 }
 
 // runMove copies until the future log has caught up, then swaps it in.
-func (ts *topicStore) runMove(p *partition, m *movableLog, mv *logMove) {
+func (ts *topicStore) runMove(mv *logMove) {
 	defer ts.moves.wg.Done()
 	defer close(mv.done)
-	err := ts.copyAndSwap(p, m, mv)
+	err := ts.copyAndSwap(mv)
 	ts.moves.mu.Lock()
 	if ts.moves.active[mv.tp] == mv {
 		delete(ts.moves.active, mv.tp)
@@ -292,7 +342,7 @@ func (ts *topicStore) runMove(p *partition, m *movableLog, mv *logMove) {
 		"partition", mv.tp.Partition, "future", mv.futureDir, "error", err)
 }
 
-func (ts *topicStore) copyAndSwap(p *partition, m *movableLog, mv *logMove) error {
+func (ts *topicStore) copyAndSwap(mv *logMove) error {
 	var buf []byte
 	began, copied := time.Now(), int64(0)
 	for {
@@ -306,7 +356,7 @@ func (ts *topicStore) copyAndSwap(p *partition, m *movableLog, mv *logMove) erro
 			return ErrClosed
 		default:
 		}
-		src := m.cur()
+		src := mv.host.current()
 		if err := src.Err(); err != nil {
 			return fmt.Errorf("current log: %w", err)
 		}
@@ -314,13 +364,15 @@ func (ts *topicStore) copyAndSwap(p *partition, m *movableLog, mv *logMove) erro
 		if rate := ts.moves.rate.Load(); rate > 0 {
 			chunk = min(chunk, max(rate/10, 1)) // a tenth of a second's worth
 		}
+		mv.mu.Lock()
 		n, err := copyStep(src, mv.future, &buf, chunk)
+		mv.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			if caughtUp := mv.future.LogEndOffset() >= src.LogEndOffset(); caughtUp {
-				return ts.swapIn(p, m, mv)
+				return ts.swapIn(mv)
 			}
 		}
 		copied += int64(n)
@@ -413,82 +465,118 @@ func copyStep(src, future *segment.Log, buf *[]byte, chunk int64) (int, error) {
 }
 
 // swapIn makes the caught-up future log the partition's log, under the
-// append lock.
-func (ts *topicStore) swapIn(p *partition, m *movableLog, mv *logMove) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur := m.loc.Load()
-	src := cur.log
-	var buf []byte
-	for mv.future.LogEndOffset() < src.LogEndOffset() {
-		if _, err := copyStep(src, mv.future, &buf, moveChunkBytes); err != nil {
-			return err
+// partition's append lock.
+func (ts *topicStore) swapIn(mv *logMove) error {
+	var old *segment.Log
+	var final string
+	err := mv.host.swap(mv, func(src *segment.Log) (*segment.Log, error) {
+		mv.mu.Lock()
+		defer mv.mu.Unlock()
+		var buf []byte
+		for mv.future.LogEndOffset() < src.LogEndOffset() {
+			if _, err := copyStep(src, mv.future, &buf, moveChunkBytes); err != nil {
+				return nil, err
+			}
 		}
-	}
-	if s := src.LogStartOffset(); s > mv.future.LogStartOffset() {
-		if err := mv.future.SetLogStartOffset(s); err != nil {
-			return fmt.Errorf("future log: %w", err)
+		if s := src.LogStartOffset(); s > mv.future.LogStartOffset() {
+			if err := mv.future.SetLogStartOffset(s); err != nil {
+				return nil, fmt.Errorf("future log: %w", err)
+			}
 		}
-	}
-	if err := mv.future.Flush(); err != nil {
-		return fmt.Errorf("future log: %w", err)
-	}
-	end, start := mv.future.LogEndOffset(), mv.future.LogStartOffset()
-	if err := mv.future.Close(); err != nil {
-		return fmt.Errorf("future log: %w", err)
-	}
-	final := mv.target.PartitionDir(mv.tp)
-	if err := ts.fs.Rename(mv.futureDir, final); err != nil {
-		return fmt.Errorf("future log: rename to %s: %w", final, err)
-	}
-	undo := func(cause error) error {
-		if err := ts.fs.Rename(final, mv.futureDir); err != nil {
-			ts.log.Error("moving a failed future log back to its -future name", "dir", final, "error", err)
+		if err := mv.future.Flush(); err != nil {
+			return nil, fmt.Errorf("future log: %w", err)
 		}
-		return cause
-	}
-	if err := ts.fs.SyncDir(mv.target.Dir()); err != nil {
-		return undo(fmt.Errorf("future log: %w", err))
-	}
-	opts := src.Options()
-	opts.FS, opts.Health = ts.fs, mv.target.Health()
-	opts.RecoveryPoint, opts.LogStartOffset, opts.SaveCut = end, start, nil
-	nl, err := segment.Open(final, &opts)
+		end, start := mv.future.LogEndOffset(), mv.future.LogStartOffset()
+		if err := mv.future.Close(); err != nil {
+			return nil, fmt.Errorf("future log: %w", err)
+		}
+		final = mv.target.PartitionDir(mv.tp)
+		if err := ts.fs.Rename(mv.futureDir, final); err != nil {
+			return nil, fmt.Errorf("future log: rename to %s: %w", final, err)
+		}
+		undo := func(cause error) (*segment.Log, error) {
+			if err := ts.fs.Rename(final, mv.futureDir); err != nil {
+				ts.log.Error("moving a failed future log back to its -future name", "dir", final, "error", err)
+			}
+			return nil, cause
+		}
+		if err := ts.fs.SyncDir(mv.target.Dir()); err != nil {
+			return undo(fmt.Errorf("future log: %w", err))
+		}
+		opts := src.Options()
+		opts.FS, opts.Health = ts.fs, mv.target.Health()
+		opts.RecoveryPoint, opts.LogStartOffset, opts.SaveCut = end, start, nil
+		nl, err := segment.Open(final, &opts)
+		if err != nil {
+			return undo(fmt.Errorf("future log: reopen %s: %w", final, err))
+		}
+		if err := mv.target.AddLog(mv.tp, nl); err != nil {
+			_ = nl.Close()
+			return undo(fmt.Errorf("future log: %w", err))
+		}
+		// The copy is the partition's log from here on.
+		if ts.cleaner != nil {
+			ts.cleaner.Unregister(mv.tp)
+		}
+		for _, dd := range ts.dataDirs {
+			if dd != mv.target && dd.Log(mv.tp) == src {
+				dd.RemoveLog(mv.tp)
+			}
+		}
+		old = src
+		return nl, nil
+	})
 	if err != nil {
-		return undo(fmt.Errorf("future log: reopen %s: %w", final, err))
+		return err
 	}
-	if err := mv.target.AddLog(mv.tp, nl); err != nil {
-		_ = nl.Close()
-		return undo(fmt.Errorf("future log: %w", err))
+	nl := mv.host.current()
+	mv.host.swapped(nl)
+	if err := old.Close(); err != nil {
+		ts.log.Warn("closing the replaced log", "dir", old.Dir(), "error", err)
 	}
-	// The copy is the partition's log from here on.
-	if ts.cleaner != nil {
-		ts.cleaner.Unregister(mv.tp)
+	if err := ts.retireDir(old.Dir()); err != nil {
+		ts.log.Error("the replaced log's directory stays: remove it by hand", "dir", old.Dir(), "error", err)
 	}
-	if cur.dd != nil {
-		cur.dd.RemoveLog(mv.tp)
-	}
-	m.loc.Store(&logLoc{log: nl, dd: mv.target, dir: final})
-	if t := ts.get(p.topic); t != nil {
-		ts.registerCleaner(t, p)
-	}
-	if err := src.Close(); err != nil {
-		ts.log.Warn("closing the replaced log", "dir", cur.dir, "error", err)
-	}
-	if err := ts.retireDir(cur.dir); err != nil {
-		ts.log.Error("the replaced log's directory stays: remove it by hand", "dir", cur.dir, "error", err)
-	}
-	for _, dd := range []*recovery.DataDir{cur.dd, mv.target} {
-		if dd == nil {
-			continue
-		}
+	for _, dd := range []*recovery.DataDir{ts.dataDirOf(filepath.Dir(old.Dir())), mv.target} {
 		if err := dd.WriteCheckpoints(); err != nil && !errors.Is(err, recovery.ErrClosed) {
 			ts.log.Warn("writing checkpoints after a replica move", "dir", dd.Dir(), "error", err)
 		}
 	}
 	ts.log.Info("replica moved to another log dir", "topic", mv.tp.Topic, "partition", mv.tp.Partition,
-		"from", cur.dir, "to", final, "log_end_offset", end)
+		"from", old.Dir(), "to", final, "log_end_offset", nl.LogEndOffset())
 	return nil
+}
+
+// copyPartitionMetadata copies partition.metadata (the topic id) into the
+// future log's directory; none to copy is fine.
+func (ts *topicStore) copyPartitionMetadata(from, to string) error {
+	b, err := readFile(ts.fs, filepath.Join(from, PartitionMetadataFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(ts.fs, filepath.Join(to, PartitionMetadataFile), b)
+}
+
+// moveTruncated follows a truncation of tp's current log (a follower cut
+// it to l's end) into a future copy beyond it: the copied tail is cut too.
+// Called under the partition's role lock, so no append follows before.
+func (ts *topicStore) moveTruncated(tp recovery.TopicPartition, l *segment.Log) {
+	ts.moves.mu.Lock()
+	mv := ts.moves.active[tp]
+	ts.moves.mu.Unlock()
+	if mv == nil {
+		return
+	}
+	mv.mu.Lock()
+	defer mv.mu.Unlock()
+	if end := l.LogEndOffset(); mv.future.LogEndOffset() > end {
+		if err := mv.future.TruncateTo(end); err != nil {
+			ts.log.Error("truncating the future log with its replica", "topic", tp.Topic, "partition", tp.Partition, "error", err)
+		}
+	}
 }
 
 // resumeMoves runs at start, after the partitions are open: every -future
@@ -520,7 +608,7 @@ func (ts *topicStore) resumeMoves() {
 				}
 				continue
 			}
-			if err := ts.startMove(p, m, dd, path); err != nil {
+			if err := ts.startMove(&nodeHost{ts: ts, p: p, m: m}, tp, dd, path); err != nil {
 				ts.log.Error("resuming a replica move between log dirs", "dir", path, "error", err)
 			}
 		}
