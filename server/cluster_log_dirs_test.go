@@ -40,6 +40,19 @@ func TestClusterAlterReplicaLogDirs(t *testing.T) {
 		t.Fatalf("create: %v %v", err, res.Err)
 	}
 	c.waitLed("moving", 1, 2)
+	// The copy rate is a dynamic broker config too (strata reassign
+	// --replica-alter-log-dirs-throttle); deleting it restores the static one.
+	for _, v := range []*string{kmsg2("1234"), nil} {
+		op, want := kadm.SetConfig, int64(1234)
+		if v == nil {
+			op, want = kadm.DeleteConfig, 300000
+		}
+		resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: alterLogDirsRate, Value: v}}, 2)
+		if err != nil || resps[0].Err != nil {
+			t.Fatalf("AlterBrokerConfigs %s: %v %v", alterLogDirsRate, err, resps)
+		}
+		waitFor(t, 30*time.Second, "the dynamic copy rate applied", func() bool { return c.broker(2).topics.moves.rate.Load() == want })
+	}
 	src, dst := map[int32]string{}, map[int32]string{}
 	for id := int32(1); id <= 2; id++ {
 		cur := filepath.Dir(c.broker(id).cl.rm.Partition("moving", 0).Log().Dir())

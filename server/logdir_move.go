@@ -59,12 +59,23 @@ type logDirMoves struct {
 	quit      chan struct{} // closed at shutdown
 	wg        sync.WaitGroup
 	rate      atomic.Int64 // bytes per second; 0: unlimited
+	static    int64        // replica.alter.log.dirs.io.max.bytes.per.second in server.properties
+}
+
+// setDynamicRate applies the dynamic broker config (cluster mode); n < 0
+// (unset) goes back to the static value, 0 is unlimited.
+func (d *logDirMoves) setDynamicRate(n int64) {
+	if n < 0 {
+		n = d.static
+	}
+	d.rate.Store(n)
 }
 
 func newLogDirMoves(rate int64) *logDirMoves {
 	d := &logDirMoves{preferred: map[recovery.TopicPartition]string{}, active: map[recovery.TopicPartition]*logMove{},
 		quit: make(chan struct{})}
 	d.rate.Store(rate)
+	d.static = rate
 	return d
 }
 

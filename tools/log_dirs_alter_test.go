@@ -14,7 +14,9 @@ import (
 )
 
 // readPlan checks log_dirs: one per replica, each "any" or an absolute
-// path; anything else is a usage error naming the partition.
+// path; anything else is a usage error naming the partition. A
+// --replica-alter-log-dirs-throttle below 1 or without --execute is a
+// usage error too.
 func TestReadPlanLogDirs(t *testing.T) {
 	bad := []struct{ name, plan, want string }{
 		{"relative dir", `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["data","any"]}]}`, `log dir "data": want "any" or an absolute path`},
@@ -35,6 +37,19 @@ func TestReadPlanLogDirs(t *testing.T) {
 	}
 	if mv := planDirMoves(plan); len(mv) != 1 || mv[0].String() != "t-0 on broker 1 to /d" {
 		t.Fatalf("moves %v", mv)
+	}
+	f := writeFile(t, "plan.json", `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d"]}]}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--execute", "--replica-alter-log-dirs-throttle", "0"}, "want bytes per second > 0"},
+		{[]string{"--verify", "--replica-alter-log-dirs-throttle", "100"}, "goes with --execute"},
+	} {
+		args := append([]string{"reassign", "--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", f}, tc.args...)
+		if _, stderr, code := run(t, args...); code != ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d %s", tc.args, code, stderr)
+		}
 	}
 }
 

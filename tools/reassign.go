@@ -61,6 +61,10 @@ have yet and creates it there; one it has is copied there while it serves it). A
 refusing (LOG_DIR_NOT_FOUND for a dir it does not have) stops --execute before anything
 starts.
 
+--replica-alter-log-dirs-throttle BYTES_PER_SEC (with --execute) sets the dynamic broker
+config replica.alter.log.dirs.io.max.bytes.per.second on the brokers of those moves;
+--verify removes it with the other throttles once everything is complete.
+
 --throttle BYTES_PER_SEC (with --execute) throttles the moving replicas as Kafka does: the
 brokers' leader.replication.throttled.rate and follower.replication.throttled.rate, the
 topics' leader.replication.throttled.replicas (current replicas of moving partitions) and
@@ -80,6 +84,7 @@ complete: run it until it says so. Exit status: 0 done,
 			&cli.StringFlag{Name: "reassignment-json-file", Usage: "the reassignment plan"},
 			&cli.IntFlag{Name: "decommission-broker", Value: -1, Usage: "plan moving every replica off this broker (--generate)"},
 			&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "replication throttle of the moving replicas in bytes/sec (--execute)"},
+			&cli.Int64Flag{Name: "replica-alter-log-dirs-throttle", Value: -1, Usage: "copy rate of replicas moving between log dirs in bytes/sec (--execute)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the cluster"},
 		},
 		Action: runReassign,
@@ -104,6 +109,15 @@ func runReassign(c *cli.Context) error {
 		}
 		if throttle = c.Int64("throttle"); throttle < 1 {
 			return usageErr("--throttle %d: want bytes per second > 0", throttle)
+		}
+	}
+	dirThrottle := int64(-1)
+	if c.IsSet("replica-alter-log-dirs-throttle") {
+		if action != "execute" {
+			return usageErr("--replica-alter-log-dirs-throttle goes with --execute")
+		}
+		if dirThrottle = c.Int64("replica-alter-log-dirs-throttle"); dirThrottle < 1 {
+			return usageErr("--replica-alter-log-dirs-throttle %d: want bytes per second > 0", dirThrottle)
 		}
 	}
 	// Check the input files before touching the cluster.
@@ -156,7 +170,7 @@ func runReassign(c *cli.Context) error {
 		}
 		return r.generate(topics, brokers)
 	case "execute":
-		return r.execute(ctx, plan, throttle)
+		return r.execute(ctx, plan, throttle, dirThrottle)
 	case "verify":
 		return r.verify(ctx, plan)
 	default:
@@ -329,7 +343,7 @@ func (r *reassigner) inProgress(ctx context.Context) (map[string]kmsg.ListPartit
 	return out, nil
 }
 
-func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle int64) error {
+func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle, dirThrottle int64) error {
 	if err := r.check(plan); err != nil {
 		return err
 	}
@@ -351,6 +365,9 @@ func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle
 		cur = append(cur, planPartition{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(pd.Replicas)})
 	}
 	fmt.Fprintf(r.out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", planJSON(cur))
+	if err := r.setDirThrottle(ctx, plan, dirThrottle); err != nil {
+		return err
+	}
 	if err := r.sendLogDirs(ctx, plan); err != nil {
 		return err
 	}

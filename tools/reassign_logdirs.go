@@ -3,7 +3,11 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // sendLogDirs is --execute's AlterReplicaLogDirs for the replicas of plan
@@ -41,4 +45,27 @@ func (r *reassigner) verifyLogDirs(ctx context.Context, plan []planPartition) (b
 		fmt.Fprintln(r.out, l)
 	}
 	return done, nil
+}
+
+// setDirThrottle is --replica-alter-log-dirs-throttle: the brokers of the
+// plan's log dir moves get replica.alter.log.dirs.io.max.bytes.per.second.
+func (r *reassigner) setDirThrottle(ctx context.Context, plan []planPartition, rate int64) error {
+	moves := planDirMoves(plan)
+	if rate < 0 || len(moves) == 0 {
+		return nil
+	}
+	var brokers []int32
+	for _, m := range moves {
+		if !slices.Contains(brokers, m.broker) {
+			brokers = append(brokers, m.broker)
+		}
+	}
+	slices.Sort(brokers)
+	v := strconv.FormatInt(rate, 10)
+	resps, err := r.b.adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: cfgAlterLogDirsRate, Value: &v}}, brokers...)
+	if err = alterConfigsErr(resps, err); err != nil {
+		return &exitError{code: ExitProblems, err: fmt.Errorf("setting the log dir copy rate on brokers %s: %w; nothing was started", fmtReplicas(brokers), err)}
+	}
+	fmt.Fprintf(r.out, "The replica-alter-dir throttle limit was set to %d B/s\n", rate)
+	return nil
 }

@@ -22,9 +22,9 @@ import (
 // 2 does not have is refused before anything starts; a plan adding broker
 // 2 with log_dirs naming its second dir (not the one it would pick, the
 // emptiest first) creates the new replica there: --execute says the dir is
-// remembered, --verify reports the partition and the replica complete,
+// remembered and sets --replica-alter-log-dirs-throttle, --verify reports the partition and the replica complete,
 // and the replica's log in that dir holds the records (nothing in the
-// other dir).
+// other dir); --verify removed the throttle.
 func TestReassignLogDirsAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper and two brokers")
@@ -84,8 +84,9 @@ func TestReassignLogDirsAgainstCluster(t *testing.T) {
 	waitTopicReplicasN(t, addr, "moving", "1") // nothing started
 	want := dirs[2][1]
 	plan := writeFile(t, "plan.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[1,2],"log_dirs":["any",%q]}]}`, want))
-	r = runReassignCmd(t, addr, "--execute", "--reassignment-json-file", plan)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "Log directory remembered for replicas not created yet: moving-0 on broker 2 to "+want+"\n") ||
+	r = runReassignCmd(t, addr, "--execute", "--reassignment-json-file", plan, "--replica-alter-log-dirs-throttle", "10000000")
+	if r.code != ExitOK || !strings.Contains(r.stdout, "The replica-alter-dir throttle limit was set to 10000000 B/s\n") ||
+		!strings.Contains(r.stdout, "Log directory remembered for replicas not created yet: moving-0 on broker 2 to "+want+"\n") ||
 		!strings.Contains(r.stdout, "Successfully started partition reassignments for moving-0\n") {
 		t.Fatalf("execute: exit %d %q %s", r.code, r.stdout, r.stderr)
 	}
@@ -99,7 +100,7 @@ func TestReassignLogDirsAgainstCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !strings.Contains(r.stdout, "Reassignment of partition moving-0 is complete.") {
+	if !strings.Contains(r.stdout, "Reassignment of partition moving-0 is complete.") || !strings.HasSuffix(r.stdout, "Throttle was removed.\n") {
 		t.Fatalf("verify: %q", r.stdout)
 	}
 	if _, err := os.Stat(filepath.Join(want, "moving-0")); err != nil {
