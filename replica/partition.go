@@ -318,7 +318,8 @@ func (p *Partition) scanEpochs(from int64) error {
 func (p *Partition) TopicPartition() TopicPartition { return p.tp }
 
 // Log is the partition's log. It changes only when a follower that fell
-// behind the leader's log start offset starts its log over there.
+// behind the leader's log start offset starts its log over there, and when
+// SwapLog moves it to another log dir.
 func (p *Partition) Log() *segment.Log {
 	p.mu.Lock()
 	defer p.mu.Unlock()
