@@ -543,7 +543,7 @@ func (p *Partition) close() error {
 func parentDir(dir string) string { return filepath.Dir(dir) }
 
 // logDir is the log directory holding the partition directory.
-func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
+func (p *Partition) logDir() string { return parentDir(p.Log().Dir()) }
 
 // ReadCommitted reads for a consumer: whole batches from the one holding
 // offset, never reaching the high watermark (HighWatermark); an offset
