@@ -37,11 +37,13 @@
 //     follower partition that is throttled and not caught up (the last
 //     answer did not bring it to the leader's high watermark) out of its
 //     Fetch while the follower quota is over its bound, NextMs being when
-//     it no longer is, and FetchResponse counts the bytes throttled
-//     partitions receive. The leader side is the broker's: it leaves the
-//     data of a throttled partition out of a response to a follower not in
-//     the ISR (Partition.InSync) while the leader quota is over its bound,
-//     and counts what it sends.
+//     it no longer is (Quota.WaitMs), and FetchResponse counts the whole
+//     batches throttled partitions receive (WholeBatchBytes: a partial
+//     last batch is fetched again, and counted then). The leader side is
+//     the broker's: it leaves the data of a throttled partition out of a
+//     response to a follower not in the ISR (Partition.InSync) while the
+//     leader quota is over its bound, and otherwise sends it whole
+//     batches only and counts them.
 //   - Runner (runner.go, runner_fetcher.go, runner_send.go) is the
 //     production edge: it sends what Ready asks over the Kafka protocol
 //     (internal/kwire) and hands every outcome back; see Runner below. The

@@ -324,7 +324,8 @@ func (m *Manager) FetchResponse(tgt FetchTarget, req *kmsg.FetchRequest, resp *k
 				continue
 			}
 			if m.followerQuota.IsThrottled(p.tp) {
-				m.followerQuota.Record(int64(len(data.RecordBatches)), now)
+				// What the partition keeps: a partial last batch comes again.
+				m.followerQuota.Record(WholeBatchBytes(data.RecordBatches), now)
 			}
 			if err := p.handleFetchData(tgt.Broker, rp, data, now); err != nil {
 				m.cfg.Logger.Warn("fetch data not applied", "topic", rt.Topic, "partition", rp.Partition, "err", err)

@@ -129,10 +129,14 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 					failed = true
 				}
 				r = res.Records
-				if fp.code == 0 && r.Len > 0 && cl.leaderThrottled(p, req.ReplicaID, now) {
-					r.Release() // left out while over the leader throttle (Kafka's shouldLeaderThrottle)
-					r = segment.Region{}
-					throttled = time.Duration(max(cl.leaderQuota.WaitMs(now), 1)) * time.Millisecond
+				if fp.code == 0 && r.Len > 0 && cl.leaderThrottles(p, req.ReplicaID) {
+					if cl.leaderQuota.Exceeded(now) {
+						r.Release() // left out while over the leader throttle (Kafka's shouldLeaderThrottle)
+						r = segment.Region{}
+						throttled = time.Duration(max(cl.leaderQuota.WaitMs(now), 1)) * time.Millisecond
+					} else {
+						wholeBatches(&r) // what the follower keeps is what the throttle counts
+					}
 				}
 			} else {
 				fp.code, r = cl.readCommitted(p, rt.Topic, rp, current, limit, req.Version, req.IsolationLevel == 1)
@@ -165,12 +169,12 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 	return topics, total, failed, throttled
 }
 
-// leaderThrottled tells whether follower's data of p is left out of this
-// response: p is one of the leader throttle's partitions, the follower is
-// not in its ISR, and the throttle's rate is above its bound.
-func (cl *clusterNode) leaderThrottled(p *replica.Partition, follower int32, now int64) bool {
-	q := cl.rm.LeaderQuota()
-	return q.IsThrottled(p.TopicPartition()) && !p.InSync(follower) && q.Exceeded(now)
+// leaderThrottles tells whether the leader throttle applies to follower's
+// fetch of p: p is one of its partitions, it has a rate, and the follower
+// is not in p's ISR. Over the rate the data is left out of the response.
+func (cl *clusterNode) leaderThrottles(p *replica.Partition, follower int32) bool {
+	q := cl.leaderQuota
+	return q.Rate() != replica.Unthrottled && q.IsThrottled(p.TopicPartition()) && !p.InSync(follower)
 }
 
 // readCommitted is a consumer's read of one partition: the leader only,

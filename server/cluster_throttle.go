@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/cluster"
+	"github.com/stratalog/strata/replica"
+	"github.com/stratalog/strata/segment"
 )
 
 // Replication throttles (Kafka's ReplicationQuotaManager, fed as Kafka's
@@ -176,5 +179,30 @@ func (cl *clusterNode) refreshThrottles(req *kmsg.LeaderAndISRRequest) {
 	cl.brokerConfigsChanged(nil)
 	for _, t := range topics {
 		cl.loadTopicConfig(t)
+	}
+}
+
+// wholeBatches cuts a throttled follower's read to its whole batches: the
+// read ends at the fetch's max bytes, most often inside a batch, and the
+// follower drops that partial batch and fetches it again. Sent and counted
+// by the throttles each time, it kept a move of 1 MB batches in 1 MiB
+// fetches 5-15% under the throttle. The read starts with a whole batch
+// (Log.Read); a region whose headers cannot be read, or whose first entry
+// is not whole, is left as it is.
+func wholeBatches(r *segment.Region) {
+	var hdr [replica.BatchHeaderBytes]byte
+	var n int64
+	for n+replica.BatchHeaderBytes <= r.Len {
+		if _, err := r.File.ReadAt(hdr[:], r.Pos+n); err != nil {
+			break
+		}
+		size := int64(replica.BatchHeaderBytes) + int64(int32(binary.BigEndian.Uint32(hdr[8:])))
+		if size <= replica.BatchHeaderBytes || n+size > r.Len {
+			break
+		}
+		n += size
+	}
+	if n > 0 {
+		r.Len = n
 	}
 }

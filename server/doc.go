@@ -540,7 +540,9 @@
 // topic's lists, on a LeaderAndIsr naming adding_replicas. A follower's
 // fetch leaves out a throttled partition's data for a follower outside the
 // ISR while the leader throttle is over its rate, and a parked fetch is
-// read again when the throttle allows. DescribeConfigs reads topic
+// read again when the throttle allows; under the rate it sends that
+// follower whole batches only (no partial last batch it would fetch
+// again), which the throttle counts. DescribeConfigs reads topic
 // overrides from ZooKeeper (dynamic broker configs are not described yet).
 //
 // Groups. A group's coordinator is the leader of its __consumer_offsets
