@@ -456,7 +456,7 @@ func copyStep(src, future *segment.Log, buf *[]byte, chunk int64) (int, error) {
 		*buf = b
 		// A region may end inside a batch (maxBytes cuts it, as a fetch
 		// does): copy the whole batches, or read again for the first.
-		whole, need := wholeBatches(b)
+		whole, need := leadingBatches(b)
 		if whole > 0 || len(b) == 0 {
 			b = b[:whole]
 			break
@@ -664,9 +664,9 @@ func (ts *topicStore) cancelMovesOf(topic string) {
 	}
 }
 
-// wholeBatches is the length of b's leading whole record batches, and when
+// leadingBatches is the length of b's leading whole record batches, and when
 // there is none, the size of the first one (0 when even its header is cut).
-func wholeBatches(b []byte) (whole int, first int64) {
+func leadingBatches(b []byte) (whole int, first int64) {
 	const header = 12 // base offset, batch length
 	for len(b)-whole >= header {
 		n := int64(binary.BigEndian.Uint32(b[whole+8:whole+12])) + header
