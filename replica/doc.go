@@ -120,7 +120,10 @@
 // max wait, where Kafka 2.8 waits), ListOffsets and
 // OffsetForLeaderEpoch from replicas through HandleListOffsets and
 // HandleOffsetForLeaderEpoch; produce through AppendAsLeader and, for
-// acks=-1, Await; at shutdown Runner.Close, then Manager.Close.
+// acks=-1, Await; Partition.SwapLog for AlterReplicaLogDirs (the broker
+// copies the log into another log dir and swaps the copy in under the role
+// lock; the leader-epoch checkpoint is written into the copy's directory
+// first); at shutdown Runner.Close, then Manager.Close.
 //
 // # Protocol (reference: kafka-replication.md)
 //

@@ -457,7 +457,7 @@ func (m *Manager) CheckpointHighWatermarks() error {
 	var dirs []string
 	for _, p := range parts {
 		d := p.logDir()
-		if p.log.Health().Err() != nil {
+		if p.Log().Health().Err() != nil {
 			offline[d] = true // Kafka checkpoints live log dirs only
 		}
 		if byDir[d] == nil {

@@ -318,7 +318,8 @@ func (p *Partition) scanEpochs(from int64) error {
 func (p *Partition) TopicPartition() TopicPartition { return p.tp }
 
 // Log is the partition's log. It changes only when a follower that fell
-// behind the leader's log start offset starts its log over there.
+// behind the leader's log start offset starts its log over there, and when
+// SwapLog moves it to another log dir.
 func (p *Partition) Log() *segment.Log {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -542,7 +543,7 @@ func (p *Partition) close() error {
 func parentDir(dir string) string { return filepath.Dir(dir) }
 
 // logDir is the log directory holding the partition directory.
-func (p *Partition) logDir() string { return parentDir(p.log.Dir()) }
+func (p *Partition) logDir() string { return parentDir(p.Log().Dir()) }
 
 // ReadCommitted reads for a consumer: whole batches from the one holding
 // offset, never reaching the high watermark (HighWatermark); an offset

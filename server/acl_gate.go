@@ -34,7 +34,8 @@ import (
 //	DescribeGroups          Describe group; DeleteGroups, OffsetDelete Delete group
 //	transaction APIs        see acl_gate_txn.go
 //	controller and replica requests  ClusterAction cluster
-//	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials  Alter cluster
+//	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials,
+//	AlterReplicaLogDirs     Alter cluster
 //	DescribeCluster, DescribeAcls, DescribeUserScramCredentials      Describe cluster
 //	DescribeClientQuotas DescribeConfigs cluster; AlterClientQuotas AlterConfigs cluster
 //
@@ -363,6 +364,11 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 		return c.clusterGate(req, sec.OpClusterAction), nil
 	case *kmsg.ElectLeadersRequest:
 		return c.clusterGate(req, sec.OpAlter), nil
+	case *kmsg.AlterReplicaLogDirsRequest:
+		if c.clusterAllowed(sec.OpAlter) {
+			return nil, nil
+		}
+		return &gate{deny: denyAlterReplicaLogDirs(r)}, nil
 	case *kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return c.clusterGate(req, sec.OpDescribe), nil
 

@@ -70,8 +70,8 @@ func (s *Server) deleteRecords(topic string, part int32, off int64, sp *kmsg.Del
 		s.log.Error("delete records", "topic", topic, "partition", part, "offset", off, "error", err)
 		return kerr.KafkaStorageError.Code
 	}
-	if p.dd != nil {
-		if err := p.dd.WriteCheckpoints(); err != nil {
+	if dd := p.dataDir(); dd != nil {
+		if err := dd.WriteCheckpoints(); err != nil {
 			s.log.Warn("writing checkpoints after delete records", "error", err)
 		}
 	}

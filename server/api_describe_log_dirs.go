@@ -15,8 +15,10 @@ import (
 // ReplicaManager.describeLogDirs: per configured log dir, in log.dirs
 // order, its replicas of the topics asked (every topic when topics is
 // null) with their size (the segment files' bytes), offset lag
-// (max(high watermark - log end offset, 0); strata has no future
-// replicas) and is_future false; an offline dir answers
+// (max(high watermark - log end offset, 0)) and is_future false, and the
+// future replicas being copied into it (AlterReplicaLogDirs) with
+// is_future true and their lag behind the current replica's log end
+// offset (Kafka's future replicas' offset lag); an offline dir answers
 // KAFKA_STORAGE_ERROR with no topics. v4 adds the volume's total and
 // usable bytes (statfs; -1 when unknown).
 func (s *Server) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Response {
@@ -29,6 +31,7 @@ func (s *Server) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Re
 		}
 	}
 	failed := s.topics.dirs.snapshot()
+	futures := s.topics.futureMoves()
 	for _, dir := range s.cfg.LogDirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = dir
@@ -51,31 +54,44 @@ func (s *Server) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Re
 				}
 			}
 		}
-		tps := make([]recovery.TopicPartition, 0, len(logs))
-		for tp := range logs {
+		var entries []kmsg.DescribeLogDirsResponseDirTopicPartition
+		var topicOf []string
+		for tp, l := range logs {
 			if want != nil && !slices.Contains(want[tp.Topic], tp.Partition) {
 				continue
-			}
-			tps = append(tps, tp)
-		}
-		sort.Slice(tps, func(i, j int) bool {
-			if tps[i].Topic != tps[j].Topic {
-				return tps[i].Topic < tps[j].Topic
-			}
-			return tps[i].Partition < tps[j].Partition
-		})
-		for _, tp := range tps {
-			l := logs[tp]
-			if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != tp.Topic {
-				rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-				rt.Topic = tp.Topic
-				rd.Topics = append(rd.Topics, rt)
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition = tp.Partition
 			rp.Size = l.Size()
 			rp.OffsetLag = max(l.HighWatermark()-l.LogEndOffset(), 0)
-			rd.Topics[len(rd.Topics)-1].Partitions = append(rd.Topics[len(rd.Topics)-1].Partitions, rp)
+			entries, topicOf = append(entries, rp), append(topicOf, tp.Topic)
+		}
+		for _, mv := range futures { // replicas moving here (logdir_move.go)
+			if mv.Dir != dir || (want != nil && !slices.Contains(want[mv.Topic], mv.Partition)) {
+				continue
+			}
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition, rp.Size, rp.OffsetLag, rp.IsFuture = mv.Partition, mv.Size, mv.Lag, true
+			entries, topicOf = append(entries, rp), append(topicOf, mv.Topic)
+		}
+		idx := make([]int, len(entries))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool {
+			i, j := idx[a], idx[b]
+			if topicOf[i] != topicOf[j] {
+				return topicOf[i] < topicOf[j]
+			}
+			return entries[i].Partition < entries[j].Partition
+		})
+		for _, i := range idx {
+			if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != topicOf[i] {
+				rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+				rt.Topic = topicOf[i]
+				rd.Topics = append(rd.Topics, rt)
+			}
+			rd.Topics[len(rd.Topics)-1].Partitions = append(rd.Topics[len(rd.Topics)-1].Partitions, entries[i])
 		}
 		resp.Dirs = append(resp.Dirs, rd)
 	}

@@ -60,7 +60,7 @@ func (s *Server) leaderLog(topic string, p int32) (*segment.Log, int16) {
 	if part == nil {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	l, ok := part.log.(*segment.Log)
+	l, ok := segmentLogOf(part.log)
 	if !ok {
 		return nil, kerr.UnknownServerError.Code
 	}

@@ -213,5 +213,6 @@ func (cl *clusterNode) afterLeaderAndIsr(req *kmsg.LeaderAndISRRequest) {
 	}
 	if !cl.sawLeaderAndIsr.Swap(true) {
 		cl.logStrays()
+		cl.resumeMoves()
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stratalog/strata/cleaner"
 	"github.com/stratalog/strata/recovery"
-	"github.com/stratalog/strata/segment"
 )
 
 // newCleaner builds the cleaner manager from the broker's log.cleaner.*
@@ -53,7 +52,7 @@ func (ts *topicStore) registerCleaner(t *topic, p *partition) {
 	if ts.cleaner == nil {
 		return
 	}
-	sl, ok := p.log.(*segment.Log)
+	sl, ok := segmentLogOf(p.log)
 	if !ok {
 		return
 	}

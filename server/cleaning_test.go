@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratalog/strata/segment"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,7 +25,7 @@ func TestBackgroundCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := s.topics.partition("compacted", 0).log.(*segment.Log)
+	l := s.topics.partition("compacted", 0).log.(*movableLog).cur()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		segs := l.Segments()

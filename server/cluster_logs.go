@@ -126,7 +126,7 @@ func (cl *clusterNode) openLog(tp replica.TopicPartition, o replica.OpenOptions)
 		cl.registerCleaner(t, tp, l)
 		return l, nil
 	}
-	dd := cl.emptiestOnlineDir()
+	dd := cl.dirForNewReplica(tp)
 	if dd == nil {
 		return nil, fmt.Errorf("%w: every log dir is offline", ErrDataDir)
 	}
@@ -221,6 +221,7 @@ func (cl *clusterNode) deleteLog(tp replica.TopicPartition, l *segment.Log) erro
 // (Kafka's LogManager.truncateTo), so the cut tail is scanned again after a
 // power loss brings it back.
 func (cl *clusterNode) onTruncate(tp replica.TopicPartition, l *segment.Log) {
+	cl.s.topics.moveTruncated(tp, l) // a move's copy follows the cut
 	dd := cl.s.topics.dataDirOf(filepath.Dir(l.Dir()))
 	if err := dd.WriteCheckpoints(); err != nil && !errors.Is(err, recovery.ErrClosed) {
 		cl.log.Error("writing the recovery point after a truncation", "topic", tp.Topic, "partition", tp.Partition, "error", err)

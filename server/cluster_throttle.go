@@ -29,11 +29,14 @@ const (
 	leaderThrottledReplicas = "leader.replication.throttled.replicas"
 	followThrottledReplicas = "follower.replication.throttled.replicas"
 	defaultBrokerEntity     = "<default>"
+	// alterLogDirsRate throttles the copies of replicas moving between log
+	// dirs (logdir_move.go); unset: the static value.
+	alterLogDirsRate = "replica.alter.log.dirs.io.max.bytes.per.second"
 )
 
 // dynamicBrokerConfigs are the broker configs AlterConfigs and
 // IncrementalAlterConfigs may set per broker (or for <default>).
-var dynamicBrokerConfigs = []string{leaderThrottledRate, followerThrottledRate}
+var dynamicBrokerConfigs = []string{leaderThrottledRate, followerThrottledRate, alterLogDirsRate}
 
 // checkDynamicBrokerConfig checks a dynamic broker config's value: a
 // number of bytes per second >= 0.
@@ -81,6 +84,7 @@ func (cl *clusterNode) brokerConfigsChanged(names []string) {
 	}
 	cl.leaderQuota.SetRate(rate(leaderThrottledRate))
 	cl.followerQuota.SetRate(rate(followerThrottledRate))
+	cl.s.topics.moves.setDynamicRate(rate(alterLogDirsRate))
 	cl.log.Info("replication throttles", leaderThrottledRate, cl.leaderQuota.Rate(), followerThrottledRate, cl.followerQuota.Rate())
 }
 

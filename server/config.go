@@ -69,11 +69,14 @@ type Config struct {
 	CleanerDedupeBufferBytes int64   // log.cleaner.dedupe.buffer.size (default 128 MiB)
 	CleanerLoadFactor        float64 // log.cleaner.io.buffer.load.factor (default 0.9)
 	CleanerIOMaxBytesPerSec  float64 // log.cleaner.io.max.bytes.per.second (default math.MaxFloat64: unlimited)
-	CleanerBackoffMs         int64   // log.cleaner.backoff.ms (default 15000)
-	MinCleanableRatio        float64 // log.cleaner.min.cleanable.ratio (default 0.5)
-	DeleteRetentionMs        int64   // log.cleaner.delete.retention.ms (default 1 day)
-	MinCompactionLagMs       int64   // log.cleaner.min.compaction.lag.ms (default 0)
-	MaxCompactionLagMs       int64   // log.cleaner.max.compaction.lag.ms (default: never)
+	// AlterLogDirsIOMaxBytesPerSec is replica.alter.log.dirs.io.max.bytes.per.second:
+	// the copy rate of a replica moving between log dirs (0: unlimited).
+	AlterLogDirsIOMaxBytesPerSec int64
+	CleanerBackoffMs             int64   // log.cleaner.backoff.ms (default 15000)
+	MinCleanableRatio            float64 // log.cleaner.min.cleanable.ratio (default 0.5)
+	DeleteRetentionMs            int64   // log.cleaner.delete.retention.ms (default 1 day)
+	MinCompactionLagMs           int64   // log.cleaner.min.compaction.lag.ms (default 0)
+	MaxCompactionLagMs           int64   // log.cleaner.max.compaction.lag.ms (default: never)
 	// ProduceValidation is strata.produce.validation: "full" (default, as
 	// Kafka: compressed batches are decompressed to check every record) or
 	// "header" (trust a compressed batch after its header and CRC checks,

@@ -6,8 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/stratalog/strata/segment"
 )
 
 // produceNow appends n one-record batches stamped now to topic/0.
@@ -26,7 +24,7 @@ func produceNow(t *testing.T, r *rawConn, topic string, n int, corr *int32) {
 // log start offset reaches the end, which is at least end.
 func waitGone(t *testing.T, s *Server, topic string, end int64) {
 	t.Helper()
-	l := s.topics.partition(topic, 0).log.(*segment.Log)
+	l := s.topics.partition(topic, 0).log.(*movableLog).cur()
 	deadline := time.Now().Add(15 * time.Second)
 	for l.LogStartOffset() < end {
 		if time.Now().After(deadline) {

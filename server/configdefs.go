@@ -476,6 +476,8 @@ var brokerConfigDefs = sortDefs([]configDef{
 	{name: "offsets.topic.replication.factor", typ: kmsg.ConfigTypeShort, doc: "replicas of __consumer_offsets (cluster mode: created once this many brokers live)",
 		val: field[int16]{at: func(c *Config) *int16 { return &c.Cluster.OffsetsTopicReplicationFactor }, parse: parseShort,
 			valid: func(n int16) error { return inRange(int64(n), 1, math.MaxInt16) }, show: showShort}},
+	{name: "replica.alter.log.dirs.io.max.bytes.per.second", typ: kmsg.ConfigTypeLong, doc: "the copy rate of a replica moving between log dirs (AlterReplicaLogDirs); 0 or unset: unlimited",
+		val: longIn(func(c *Config) *int64 { return &c.AlterLogDirsIOMaxBytesPerSec }, 0)},
 	{name: "replica.fetch.backoff.ms", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchBackoffMs }, 0)},
 	{name: "replica.fetch.max.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchMaxBytes }, 0)},
 	{name: "replica.fetch.min.bytes", typ: kmsg.ConfigTypeInt, val: int32In(func(c *Config) *int32 { return &c.Cluster.ReplicaFetchMinBytes }, minInt)},

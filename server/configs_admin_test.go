@@ -101,7 +101,7 @@ func alterConfigs(t *testing.T, s *Server, v int16, validateOnly bool, typ kmsg.
 }
 
 func liveOpts(s *Server, topic string) segment.Options {
-	return s.topics.partition(topic, 0).log.(*segment.Log).Options()
+	return s.topics.partition(topic, 0).log.(*movableLog).cur().Options()
 }
 
 func TestAlterConfigs(t *testing.T) {

@@ -503,6 +503,8 @@ func (c *conn) serveRequest(frame []byte) error {
 		resp = c.s.handleAlterPartition(r)
 	case *kmsg.DescribeLogDirsRequest:
 		resp = c.s.handleDescribeLogDirs(r)
+	case *kmsg.AlterReplicaLogDirsRequest:
+		resp = c.s.handleAlterReplicaLogDirs(r)
 	case *kmsg.ElectLeadersRequest:
 		resp = c.s.handleElectLeaders(r)
 	case *kmsg.AlterPartitionAssignmentsRequest:

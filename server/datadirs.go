@@ -268,8 +268,8 @@ func (s *Server) AllLogDirsFailed() <-chan struct{} { return s.topics.dirs.allDo
 // offlineErr is the error of the log dir holding p when it is offline, else
 // nil.
 func (p *partition) offlineErr() error {
-	if p.dd != nil {
-		return p.dd.Err()
+	if dd := p.dataDir(); dd != nil {
+		return dd.Err()
 	}
 	if e, ok := p.log.(interface{ Err() error }); ok {
 		return e.Err()

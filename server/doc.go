@@ -47,7 +47,9 @@
 // Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 0-8, OffsetFetch 1-8,
 // ListGroups 0-4, DescribeGroups 0-5, DeleteGroups 0-2, OffsetDelete 0;
 // DescribeLogDirs 0-4 (api_describe_log_dirs.go: per log dir its replicas'
-// sizes and offset lag, KAFKA_STORAGE_ERROR for an offline dir); and
+// sizes and offset lag, the future replicas of moves with is_future,
+// KAFKA_STORAGE_ERROR for an offline dir); AlterReplicaLogDirs 0-2
+// (api_alter_replica_log_dirs.go, see Moving replicas between log dirs); and
 // the transaction coordinator's (txn_coord.go, api_txn.go) InitProducerId
 // 0-4, AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, EndTxn 0-3,
 // WriteTxnMarkers 0-1, TxnOffsetCommit 0-3, DescribeTransactions 0,
@@ -169,7 +171,8 @@
 // Each log dir holds Kafka's meta.properties (version, cluster.id generated
 // once, node.id, checked at start) and partition directories
 // <topic>-<partition>, each with Kafka's partition.metadata (the topic id).
-// New partitions go to the log dir with the fewest partition directories.
+// New partitions go to the log dir with the fewest partition directories
+// (or the one AlterReplicaLogDirs named for them).
 // Topic definitions (name, topic id, partition count, config overrides) are
 // kept in one JSON file, strata-topics.json in the first log dir, replaced
 // atomically (write, fsync, rename, fsync dir) on every change and read at
@@ -206,6 +209,29 @@
 // dirs. When every log dir is offline Server.AllLogDirsFailed is closed and
 // strata broker exits with a non-zero status. A start with a log dir that
 // cannot be loaded still fails as a whole (Kafka would go on without it).
+//
+// # Moving replicas between log dirs
+//
+// AlterReplicaLogDirs moves a replica to another log dir of the broker, as
+// Kafka's future logs do (logdir_move.go): a copy
+// <topic>-<partition>.<32 hex>-future in the target dir (its own failure
+// state: an I/O error in it fails the move, the replica serves on) is
+// filled from the current log, batch by batch with their offsets, at most
+// replica.alter.log.dirs.io.max.bytes.per.second (static, and a dynamic
+// broker config in cluster mode); a follower's truncation cuts the copy
+// too. Caught up, it is swapped in under the partition's append lock (a
+// single node's movableLog, a replica's role lock: replica.Partition.SwapLog)
+// after its last batches are copied: renamed to the plain name, reopened,
+// registered with the target DataDir and the cleaner; the old log is closed
+// and its directory renamed -delete. A restart resumes a move from its
+// -future directory (in cluster mode after the first LeaderAndIsr); one of a
+// partition the broker no longer has is removed; shutdown stops moves before
+// the logs close. A dir named for a replica the broker does not have is
+// remembered: the replica is created there (reassignment with log_dirs).
+// Errors per partition: LOG_DIR_NOT_FOUND (not a configured dir),
+// KAFKA_STORAGE_ERROR (the target or the replica's dir offline),
+// REPLICA_NOT_AVAILABLE (no replica here yet), success when moving or
+// already there.
 //
 // DeleteTopics first drops the topic from the topic table (durably), then
 // closes its logs and renames each partition directory

@@ -39,7 +39,7 @@ func TestLiveFlushAndRetentionConfigs(t *testing.T) {
 			}
 		}
 	}
-	l := s.topics.partition("live", 0).log.(*segment.Log)
+	l := s.topics.partition("live", 0).log.(*movableLog).cur()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)

@@ -395,6 +395,7 @@ func (s *Server) Close() error {
 	s.groups.close()
 	s.stopMetrics()
 	s.bgWG.Wait()
+	s.topics.stopMoves() // before the replicas close: a move resumes at the next start
 	var clusterErr error
 	if s.cl != nil {
 		clusterErr = s.cl.close()

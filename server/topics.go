@@ -75,6 +75,7 @@ type topicStore struct {
 	fs        vfs.FS // everything the broker stores goes through it (Options.FS)
 	clusterID string
 	dirs      *logDirFailures // offline log dirs (datadirs.go)
+	moves     *logDirMoves    // replica moves between log dirs (logdir_move.go)
 
 	dataDirs []*recovery.DataDir // one per log dir, opened by recovery
 	reports  []*recovery.Report  // what recovery did at start
@@ -87,7 +88,7 @@ type topicStore struct {
 
 func newTopicStore(cfg *Config, open LogOpener, log *slog.Logger, fsys vfs.FS) *topicStore {
 	return &topicStore{cfg: cfg, open: open, log: log, fs: fsys, topics: map[string]*topic{},
-		dirs: newLogDirFailures(len(cfg.LogDirs))}
+		dirs: newLogDirFailures(len(cfg.LogDirs)), moves: newLogDirMoves(cfg.AlterLogDirsIOMaxBytesPerSec)}
 }
 
 // load prepares every log dir (meta.properties), reads the topic table, runs
@@ -145,6 +146,7 @@ func (ts *topicStore) load() error {
 		ts.topics[t.name] = t
 	}
 	ts.finishDeletions(haveTable)
+	ts.resumeMoves()
 	ts.log.Info("topics loaded", "topics", len(ts.topics), "file", ts.topicsPath())
 	return nil
 }
@@ -352,9 +354,9 @@ func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
 		tp := recovery.TopicPartition{Topic: t.name, Partition: p}
 		part := &partition{topic: t.name, index: p}
 		if l, dd := ts.recoveredLog(tp); l != nil {
-			part.log, part.dd, part.dir = l, dd, l.Dir()
+			part.log, part.dd, part.dir = newMovableLog(l, dd), dd, l.Dir()
 		} else {
-			dd := ts.dataDirOf(ts.emptiestDir())
+			dd := ts.dataDirOf(ts.dirForNew(tp))
 			part.dir = dd.PartitionDir(tp)
 			o := *opts
 			o.FS, o.Health = ts.fs, dd.Health() // the log dir's filesystem and fate
@@ -369,6 +371,7 @@ func (ts *topicStore) openPartitions(t *topic, n int32) (err error) {
 					return fmt.Errorf("%w: %w", ErrDataDir, err)
 				}
 				part.dd = dd
+				part.log = newMovableLog(sl, dd)
 			}
 		}
 		t.parts = append(t.parts, part)
@@ -393,8 +396,8 @@ func (ts *topicStore) dropLog(p *partition) {
 	if ts.cleaner != nil {
 		ts.cleaner.Unregister(recovery.TopicPartition{Topic: p.topic, Partition: p.index})
 	}
-	if p.dd != nil {
-		p.dd.RemoveLog(recovery.TopicPartition{Topic: p.topic, Partition: p.index})
+	if dd := p.dataDir(); dd != nil {
+		dd.RemoveLog(recovery.TopicPartition{Topic: p.topic, Partition: p.index})
 	}
 	_ = p.log.Close()
 }
@@ -415,6 +418,7 @@ func (ts *topicStore) emptiestDir() string {
 // DataDir through DataDir.Close (checkpoints, clean-shutdown marker, unlock),
 // others directly.
 func (ts *topicStore) close() error {
+	ts.stopMoves() // before ts.mu: a swap in progress reads the topic
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
@@ -429,7 +433,7 @@ func (ts *topicStore) close() error {
 	}
 	for _, t := range ts.topics {
 		for _, p := range t.parts {
-			if p.dd != nil {
+			if p.dataDir() != nil {
 				continue
 			}
 			if err := p.log.Flush(); err != nil {

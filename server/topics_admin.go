@@ -26,6 +26,7 @@ const deleteSuffix = "-delete"
 // partition directory is renamed <topic>-<p>.<32 hex>-delete and removed in
 // the background after file.delete.delay.ms.
 func (ts *topicStore) delete(name string) (*topic, error) {
+	ts.cancelMovesOf(name) // before ts.mu: a swap in progress reads the topic
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
@@ -42,7 +43,7 @@ func (ts *topicStore) delete(name string) (*topic, error) {
 	var errs []error
 	for _, p := range t.parts {
 		ts.dropLog(p)
-		if err := ts.retireDir(p.dir); err != nil {
+		if err := ts.retireDir(p.logDir()); err != nil {
 			errs = append(errs, err)
 		}
 	}

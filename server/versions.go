@@ -30,6 +30,7 @@ var supportedAPIs = []apiRange{
 	{int16(kmsg.OffsetCommit), 0, 8},
 	{int16(kmsg.OffsetFetch), 1, 8},
 	{int16(kmsg.DescribeLogDirs), 0, 4},
+	{int16(kmsg.AlterReplicaLogDirs), 0, 2},
 	{int16(kmsg.ListGroups), 0, 4},
 	{int16(kmsg.DescribeGroups), 0, 5},
 	{int16(kmsg.DeleteGroups), 0, 2},

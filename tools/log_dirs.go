@@ -16,9 +16,11 @@ import (
 // DescribeLogDirs (key 35).
 func logDirsCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "log-dirs",
-		Usage:     "describe the brokers' log dirs and the replicas in them (kafka-log-dirs.sh)",
-		UsageText: "strata log-dirs --bootstrap-server HOST:PORT --describe [--broker-list 1,2] [--topic-list a,b]",
+		Name:  "log-dirs",
+		Usage: "describe the brokers' log dirs and the replicas in them (kafka-log-dirs.sh)",
+		UsageText: "strata log-dirs --bootstrap-server HOST:PORT --describe [--broker-list 1,2] [--topic-list a,b]\n" +
+			"   strata log-dirs --bootstrap-server HOST:PORT --alter --reassignment-json-file F\n" +
+			"   strata log-dirs --bootstrap-server HOST:PORT --verify --reassignment-json-file F",
 		Description: `Kafka's kafka-log-dirs.sh: a DescribeLogDirs request to each broker of --broker-list
 (default: every live broker), printing Kafka's two lines and one JSON document:
 
@@ -29,12 +31,25 @@ func logDirsCommand() *cli.Command {
 
 size is the replica's segment bytes, offsetLag how far its log end is behind the high
 watermark it knows; a failed (offline) log dir has "error":"KafkaStorageException" and no
-partitions. --topic-list keeps only those topics' replicas. Exit status: 0 done, 1 a broker
-did not answer, 2 usage error or no broker.`,
+partitions; a replica being moved to another log dir shows twice, the copy in the target
+dir with "isFuture":true and its lag behind the replica it replaces. --topic-list keeps
+only those topics' replicas.
+
+--alter moves replicas between a broker's log dirs (AlterReplicaLogDirs, key 34) as the
+plan's log_dirs say, in the reassignment JSON of strata reassign:
+{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/data2","any"]}]}
+("any" leaves a replica where it is). The broker copies the replica into the new dir
+while it serves it, then swaps (replica.alter.log.dirs.io.max.bytes.per.second throttles
+the copy). --verify reports each move: completed, still in progress, or not moving.
+Exit status: 0 done, 1 a broker did not answer, refused a move or a move is not
+complete (--verify), 2 usage error, bad plan or no broker.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bootstrap-server", Usage: "HOST:PORT[,HOST:PORT...] of the broker(s) to talk to"},
 			commandConfigFlag(),
 			&cli.BoolFlag{Name: "describe", Usage: "describe the log dirs"},
+			&cli.BoolFlag{Name: "alter", Usage: "move replicas between log dirs as --reassignment-json-file's log_dirs say"},
+			&cli.BoolFlag{Name: "verify", Usage: "report the moves of --reassignment-json-file"},
+			&cli.StringFlag{Name: "reassignment-json-file", Usage: "the plan (--alter, --verify)"},
 			&cli.StringFlag{Name: "broker-list", Usage: "the brokers to ask (default: all)"},
 			&cli.StringFlag{Name: "topic-list", Usage: "the topics to show (default: all)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the cluster"},
@@ -67,6 +82,9 @@ type logDirPartition struct {
 }
 
 func runLogDirs(c *cli.Context) error {
+	if c.Bool("alter") || c.Bool("verify") {
+		return runLogDirsAlter(c)
+	}
 	if !c.Bool("describe") {
 		return usageErr("--describe is required")
 	}

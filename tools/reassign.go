@@ -48,9 +48,22 @@ func reassignCommand() *cli.Command {
               reassignment is in progress. Increasing the replication factor is a plan with
               more replicas.
   --verify    per partition of the file: complete, still in progress, or failed (no
-              reassignment in progress but other replicas than the plan's)
+              reassignment in progress but other replicas than the plan's); and per
+              replica the plan's log_dirs send to a log dir: completed, still in
+              progress, or not moving
   --cancel    cancels the reassignments of the file's partitions still in progress: the
               original replicas stay, the new ones are deleted
+
+A partition's "log_dirs" (one per replica: "any" or an absolute path) puts replicas in
+those log dirs of their brokers: --execute sends AlterReplicaLogDirs to each broker
+before it starts the reassignment (a broker remembers the dir of a replica it does not
+have yet and creates it there; one it has is copied there while it serves it). A broker
+refusing (LOG_DIR_NOT_FOUND for a dir it does not have) stops --execute before anything
+starts.
+
+--replica-alter-log-dirs-throttle BYTES_PER_SEC (with --execute) sets the dynamic broker
+config replica.alter.log.dirs.io.max.bytes.per.second on the brokers of those moves;
+--verify removes it with the other throttles once everything is complete.
 
 --throttle BYTES_PER_SEC (with --execute) throttles the moving replicas as Kafka does: the
 brokers' leader.replication.throttled.rate and follower.replication.throttled.rate, the
@@ -71,6 +84,7 @@ complete: run it until it says so. Exit status: 0 done,
 			&cli.StringFlag{Name: "reassignment-json-file", Usage: "the reassignment plan"},
 			&cli.IntFlag{Name: "decommission-broker", Value: -1, Usage: "plan moving every replica off this broker (--generate)"},
 			&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "replication throttle of the moving replicas in bytes/sec (--execute)"},
+			&cli.Int64Flag{Name: "replica-alter-log-dirs-throttle", Value: -1, Usage: "copy rate of replicas moving between log dirs in bytes/sec (--execute)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the cluster"},
 		},
 		Action: runReassign,
@@ -95,6 +109,15 @@ func runReassign(c *cli.Context) error {
 		}
 		if throttle = c.Int64("throttle"); throttle < 1 {
 			return usageErr("--throttle %d: want bytes per second > 0", throttle)
+		}
+	}
+	dirThrottle := int64(-1)
+	if c.IsSet("replica-alter-log-dirs-throttle") {
+		if action != "execute" {
+			return usageErr("--replica-alter-log-dirs-throttle goes with --execute")
+		}
+		if dirThrottle = c.Int64("replica-alter-log-dirs-throttle"); dirThrottle < 1 {
+			return usageErr("--replica-alter-log-dirs-throttle %d: want bytes per second > 0", dirThrottle)
 		}
 	}
 	// Check the input files before touching the cluster.
@@ -147,7 +170,7 @@ func runReassign(c *cli.Context) error {
 		}
 		return r.generate(topics, brokers)
 	case "execute":
-		return r.execute(ctx, plan, throttle)
+		return r.execute(ctx, plan, throttle, dirThrottle)
 	case "verify":
 		return r.verify(ctx, plan)
 	default:
@@ -320,7 +343,7 @@ func (r *reassigner) inProgress(ctx context.Context) (map[string]kmsg.ListPartit
 	return out, nil
 }
 
-func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle int64) error {
+func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle, dirThrottle int64) error {
 	if err := r.check(plan); err != nil {
 		return err
 	}
@@ -342,6 +365,12 @@ func (r *reassigner) execute(ctx context.Context, plan []planPartition, throttle
 		cur = append(cur, planPartition{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(pd.Replicas)})
 	}
 	fmt.Fprintf(r.out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", planJSON(cur))
+	if err := r.setDirThrottle(ctx, plan, dirThrottle); err != nil {
+		return err
+	}
+	if err := r.sendLogDirs(ctx, plan); err != nil {
+		return err
+	}
 	if throttle > 0 {
 		if err := r.setThrottles(ctx, cur, plan, throttle); err != nil {
 			return err
@@ -441,6 +470,9 @@ func (r *reassigner) verify(ctx context.Context, plan []planPartition) error {
 		if _, ok := running[p.name()]; ok {
 			return nil // throttles stay while any partition of the plan moves
 		}
+	}
+	if done, err := r.verifyLogDirs(ctx, plan); err != nil || !done {
+		return err
 	}
 	return r.clearThrottles(ctx, plan)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,9 +25,8 @@ func (p planPartition) name() string { return p.Topic + "-" + strconv.Itoa(int(p
 
 // readPlan reads and checks a --reassignment-json-file: version 1, at
 // least one partition, each with a topic, a partition, a non-empty
-// replica list without repeats or negative ids, log_dirs (if given) "any"
-// for each replica (strata moves no replica between log dirs), no
-// partition twice.
+// replica list without repeats or negative ids, log_dirs (if given) one
+// per replica, each "any" or an absolute path, no partition twice.
 func readPlan(path string) ([]planPartition, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -75,10 +75,11 @@ func readPlan(path string) ([]planPartition, error) {
 				return nil, usageErr("%s: partition %s: %d log_dirs for %d replicas", path, p.name(), len(rp.LogDirs), len(p.Replicas))
 			}
 			for _, d := range rp.LogDirs {
-				if d != "any" {
-					return nil, usageErr("%s: partition %s: log dir %q: moving replicas between log dirs (AlterReplicaLogDirs) is not supported; use \"any\"", path, p.name(), d)
+				if d != "any" && !filepath.IsAbs(d) {
+					return nil, usageErr("%s: partition %s: log dir %q: want \"any\" or an absolute path", path, p.name(), d)
 				}
 			}
+			p.LogDirs = rp.LogDirs
 		}
 		if seen[p.name()] {
 			return nil, usageErr("%s: partition %s is listed twice", path, p.name())

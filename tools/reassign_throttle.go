@@ -19,14 +19,16 @@ import (
 // to the partition:broker pairs of the current replicas of its moving
 // partitions and follower.replication.throttled.replicas to those of the
 // replicas being added; --verify, once every partition of the plan is
-// complete, deletes the rates on every broker and both lists on the plan's
+// complete, deletes the rates on every broker (the log dir copy rate of
+// --replica-alter-log-dirs-throttle too) and both lists on the plan's
 // topics.
 const (
-	cfgLeaderRate      = "leader.replication.throttled.rate"
-	cfgFollowerRate    = "follower.replication.throttled.rate"
-	cfgLeaderReplicas  = "leader.replication.throttled.replicas"
-	cfgFollowReplicas  = "follower.replication.throttled.replicas"
-	throttleVerifyNote = "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed."
+	cfgLeaderRate       = "leader.replication.throttled.rate"
+	cfgFollowerRate     = "follower.replication.throttled.rate"
+	cfgAlterLogDirsRate = "replica.alter.log.dirs.io.max.bytes.per.second"
+	cfgLeaderReplicas   = "leader.replication.throttled.replicas"
+	cfgFollowReplicas   = "follower.replication.throttled.replicas"
+	throttleVerifyNote  = "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed."
 )
 
 // throttleLists are a topic's throttled-replica lists for moving from cur
@@ -114,6 +116,7 @@ func (r *reassigner) clearThrottles(ctx context.Context, plan []planPartition) e
 		resps, err = r.b.adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
 			{Op: kadm.DeleteConfig, Name: cfgLeaderRate},
 			{Op: kadm.DeleteConfig, Name: cfgFollowerRate},
+			{Op: kadm.DeleteConfig, Name: cfgAlterLogDirsRate},
 		}, r.brokers...)
 		if err = alterConfigsErr(resps, err); err != nil {
 			return &exitError{code: ExitProblems, err: fmt.Errorf("removing the throttle rates: %w", err)}
