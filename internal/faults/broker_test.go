@@ -72,6 +72,7 @@ type broker struct {
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when cmd exited
 	bindErrs int           // "address already in use" lines logged before the last launch
+	listened int           // lines logging the client listener bound, before the last launch
 }
 
 // dirs are the broker's log dirs.
@@ -81,15 +82,33 @@ func (b *broker) dirs() []string { return strings.Split(b.dir, ",") }
 // opens.
 func (b *broker) label() string { return fmt.Sprintf("broker-%d", b.id) }
 
-// freeAddr reserves a loopback port (closed again: the broker binds it).
+// handedOut are the ports freeAddr gave in this process: the kernel may
+// give a port just closed again, and two brokers of one test must not
+// both be told to bind it (seen once: broker 2 failed to bind broker 1's
+// client port and the test dialled broker 1 for it).
+var handedOut = struct {
+	sync.Mutex
+	ports map[string]bool
+}{ports: map[string]bool{}}
+
+// freeAddr reserves a loopback port (closed again: the broker binds it),
+// never one it gave before in this process.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.ports[addr] {
+			handedOut.ports[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // newBroker lays out broker id: its ports, its proxies, its overrides.
@@ -192,6 +211,7 @@ func (b *broker) launch() {
 	}
 	b.c.setPID(cmd.Process.Pid, b.id)
 	b.bindErrs = b.logCount(bindInUse)
+	b.listened = b.logCount(listeningOn(b.client))
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	b.cmd, b.done, b.state = cmd, done, running
@@ -200,6 +220,9 @@ func (b *broker) launch() {
 // bindInUse is what the broker logs when a listener port is taken.
 const bindInUse = "bind: address already in use"
 
+// listeningOn is what the broker logs once its listener on addr is bound.
+func listeningOn(addr string) string { return "msg=listening address=" + addr + " " }
+
 // waitListening waits until the broker accepts connections on its client
 // listener (it binds its listeners after joining the cluster); false when
 // it exited at start because a listener port was taken.
@@ -207,7 +230,7 @@ func (b *broker) waitListening() bool {
 	t := b.c.t
 	t.Helper()
 	b.mu.Lock()
-	done, addr, before := b.done, b.client, b.bindErrs
+	done, addr, before, listened := b.done, b.client, b.bindErrs, b.listened
 	b.mu.Unlock()
 	taken := false
 	waitFor(t, startTimeout, fmt.Sprintf("broker %d listening", b.id), func() (bool, string) {
@@ -223,6 +246,11 @@ func (b *broker) waitListening() bool {
 			b.logTail(30)
 			t.Fatalf("broker %d exited at start", b.id)
 		default:
+		}
+		// Its own log says it bound addr: a connection alone could reach
+		// another process that took the port.
+		if b.logCount(listeningOn(addr)) <= listened {
+			return false, "no listening line for " + addr + " in its log yet"
 		}
 		nc, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
