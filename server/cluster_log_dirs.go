@@ -2,7 +2,6 @@ package server
 
 import (
 	"path/filepath"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -68,33 +67,13 @@ func (h *replicaHost) swapped(nl *segment.Log) {
 // replica this broker hosts in another log dir resumes its move; the
 // others are removed (the partition is gone from this broker).
 func (cl *clusterNode) resumeMoves() {
-	ts := cl.s.topics
-	for _, dd := range ts.dataDirs {
-		if dd.Err() != nil {
-			continue
+	cl.s.topics.resumeFutureDirs(cl.log, func(tp recovery.TopicPartition, dd *recovery.DataDir) moveHost {
+		rp := cl.rm.Partition(tp.Topic, tp.Partition)
+		if rp == nil || filepath.Dir(rp.Log().Dir()) == dd.Dir() {
+			return nil
 		}
-		for _, name := range subdirs(ts.fs, dd.Dir()) {
-			if !strings.HasSuffix(name, futureSuffix) {
-				continue
-			}
-			path := filepath.Join(dd.Dir(), name)
-			tp, ok := parseFutureDir(name)
-			var rp *replica.Partition
-			if ok {
-				rp = cl.rm.Partition(tp.Topic, tp.Partition)
-			}
-			if rp == nil || filepath.Dir(rp.Log().Dir()) == dd.Dir() {
-				cl.log.Warn("removing a future log of a partition this broker does not have here", "dir", path)
-				if err := ts.fs.RemoveAll(path); err != nil {
-					cl.log.Error("removing a stale future log", "dir", path, "error", err)
-				}
-				continue
-			}
-			if err := ts.startMove(&replicaHost{cl: cl, rp: rp}, tp, dd, path); err != nil {
-				cl.log.Error("resuming a replica move between log dirs", "dir", path, "error", err)
-			}
-		}
-	}
+		return &replicaHost{cl: cl, rp: rp}
+	})
 }
 
 // dirForNewReplica is the log dir a new replica of tp goes to: the one

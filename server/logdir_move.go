@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -594,6 +595,24 @@ func (ts *topicStore) moveTruncated(tp recovery.TopicPartition, l *segment.Log) 
 // directory of a partition the broker has resumes its move; the others are
 // removed.
 func (ts *topicStore) resumeMoves() {
+	ts.resumeFutureDirs(ts.log, func(tp recovery.TopicPartition, dd *recovery.DataDir) moveHost {
+		p := ts.partition(tp.Topic, tp.Partition)
+		if p == nil {
+			return nil
+		}
+		m, _ := p.log.(*movableLog)
+		if m == nil || m.loc.Load().dd == dd {
+			return nil
+		}
+		return &nodeHost{ts: ts, p: p, m: m}
+	})
+}
+
+// resumeFutureDirs walks the -future directories of the online log dirs:
+// the move of each resumes on the host hostOf gives for its partition and
+// target dir; one with no host (a partition not here, or already in that
+// dir) or a name that does not parse is removed.
+func (ts *topicStore) resumeFutureDirs(log *slog.Logger, hostOf func(recovery.TopicPartition, *recovery.DataDir) moveHost) {
 	for _, dd := range ts.dataDirs {
 		if dd.Err() != nil {
 			continue
@@ -603,24 +622,20 @@ func (ts *topicStore) resumeMoves() {
 				continue
 			}
 			path := filepath.Join(dd.Dir(), name)
+			var h moveHost
 			tp, ok := parseFutureDir(name)
-			var p *partition
 			if ok {
-				p = ts.partition(tp.Topic, tp.Partition)
+				h = hostOf(tp, dd)
 			}
-			var m *movableLog
-			if p != nil {
-				m, _ = p.log.(*movableLog)
-			}
-			if m == nil || m.loc.Load().dd == dd {
-				ts.log.Warn("removing a future log of a partition this broker does not have here", "dir", path)
+			if h == nil {
+				log.Warn("removing a future log of a partition this broker does not have here", "dir", path)
 				if err := ts.fs.RemoveAll(path); err != nil {
-					ts.log.Error("removing a stale future log", "dir", path, "error", err)
+					log.Error("removing a stale future log", "dir", path, "error", err)
 				}
 				continue
 			}
-			if err := ts.startMove(&nodeHost{ts: ts, p: p, m: m}, tp, dd, path); err != nil {
-				ts.log.Error("resuming a replica move between log dirs", "dir", path, "error", err)
+			if err := ts.startMove(h, tp, dd, path); err != nil {
+				log.Error("resuming a replica move between log dirs", "dir", path, "error", err)
 			}
 		}
 	}
