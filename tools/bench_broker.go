@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -353,17 +352,11 @@ func runBenchBroker(c *cli.Context) error {
 		// Only the driver runs here: see DriverGCPercent.
 		defer debug.SetGCPercent(debug.SetGCPercent(DriverGCPercent))
 	}
-	if p := c.String("cpuprofile"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return failErr(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return failErr(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
+	if err != nil {
+		return failErr(err)
 	}
+	defer stopProfile()
 	if p := c.String("trace"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -118,17 +117,11 @@ func runBenchMirror(c *cli.Context) error {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(mirrorGCPercent))
 	}
-	if p := c.String("cpuprofile"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return failErr(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return failErr(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
+	if err != nil {
+		return failErr(err)
 	}
+	defer stopProfile()
 	dir, err := os.MkdirTemp(c.String("dir"), "strata-bench-mirror-")
 	if err != nil {
 		return failErr(err)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -89,17 +88,11 @@ func runBroker(c *cli.Context) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	if p := c.String("cpuprofile"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return failErr(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return failErr(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
+	if err != nil {
+		return failErr(err)
 	}
+	defer stopProfile()
 	srv, err := startServerHook(cfg, &server.Options{Logger: log})
 	if err != nil {
 		return failErr(err)
