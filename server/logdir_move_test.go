@@ -97,11 +97,16 @@ func startAckProducer(t testing.TB, s *Server, topic string) *ackProducer {
 	ap := &ackProducer{acked: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(ap.done)
+		// At most 500 records (~150 KB) a second: below the tests' copy
+		// rate of 300,000 B/s, or a move could never catch up (a quiet
+		// machine produced faster than that without -race).
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
 			case <-ap.stop:
 				return
-			default:
+			case <-tick.C:
 			}
 			v := fmt.Sprintf("v%08d-%s", i, strings.Repeat("x", 200))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
