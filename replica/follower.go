@@ -119,6 +119,11 @@ func (p *Partition) backoff(now int64) {
 func (p *Partition) fetchPart(now int64) (kmsg.FetchRequestTopicPartition, int32, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.fetchPartLocked(now)
+}
+
+// fetchPartLocked is fetchPart with mu held.
+func (p *Partition) fetchPartLocked(now int64) (kmsg.FetchRequestTopicPartition, int32, bool) {
 	part := kmsg.NewFetchRequestTopicPartition()
 	if p.role != RoleFollower || p.failed != nil || p.fetch.phase != phaseFetching || now < p.fetch.delayUntil {
 		return part, -1, false

@@ -32,7 +32,7 @@ type Manager struct {
 	parts           map[TopicPartition]*Partition
 	order           []*Partition // sorted by topic, then partition: deterministic iteration
 	endpoints       map[int32]Endpoint
-	fetching        map[FetchTarget]bool // a Fetch is in flight to the target
+	fetching        map[FetchTarget]int  // Fetches in flight to the target (2: one ahead, see FetchAhead)
 	listing         map[int32]bool       // a ListOffsets is in flight to the broker
 	alterInflight   bool
 	alterSent       []alterSent
@@ -70,7 +70,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		brokerEpoch:     -1,
 		parts:           map[TopicPartition]*Partition{},
 		endpoints:       map[int32]Endpoint{},
-		fetching:        map[FetchTarget]bool{},
+		fetching:        map[FetchTarget]int{},
 		listing:         map[int32]bool{},
 		leaderQuota:     cfg.LeaderQuota,
 		followerQuota:   cfg.FollowerQuota,

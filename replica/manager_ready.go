@@ -214,7 +214,7 @@ func FetcherID(tp TopicPartition, n int) int {
 func (m *Manager) ReadyFetch(tgt FetchTarget, now int64) (FetchRequest, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.fetching[tgt] {
+	if m.closed || m.fetching[tgt] > 0 {
 		return FetchRequest{}, false
 	}
 	var next int64
@@ -244,38 +244,48 @@ func (m *Manager) readyFetches(now int64, next *int64, only *FetchTarget) []Fetc
 			continue
 		}
 		tgt := FetchTarget{Broker: leader, Fetcher: fid}
-		if m.fetching[tgt] || (only != nil && tgt != *only) {
+		if m.fetching[tgt] > 0 || (only != nil && tgt != *only) {
 			continue
 		}
 		i := slices.IndexFunc(out, func(f FetchRequest) bool { return f.Target == tgt })
 		if i < 0 {
-			req := kmsg.NewPtrFetchRequest()
-			req.Version = 12
-			req.ReplicaID = m.cfg.BrokerID
-			req.MaxWaitMillis = m.cfg.ReplicaFetchWaitMaxMs
-			req.MinBytes = m.cfg.ReplicaFetchMinBytes
-			req.MaxBytes = m.cfg.ReplicaFetchResponseMaxBytes
-			req.SessionID = 0
-			req.SessionEpoch = -1 // no fetch session: every fetch is a full one
-			out = append(out, FetchRequest{Target: tgt, Req: req})
+			out = append(out, FetchRequest{Target: tgt, Req: m.newFetchRequest()})
 			i = len(out) - 1
 		}
-		req := out[i].Req
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.tp.Topic {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.tp.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		t := &req.Topics[len(req.Topics)-1]
-		t.Partitions = append(t.Partitions, part)
+		addFetchPart(out[i].Req, p.tp.Topic, part)
 	}
 	slices.SortFunc(out, func(a, b FetchRequest) int {
 		return cmp.Or(cmp.Compare(a.Target.Broker, b.Target.Broker), cmp.Compare(a.Target.Fetcher, b.Target.Fetcher))
 	})
 	for _, f := range out {
-		m.fetching[f.Target] = true
+		m.fetching[f.Target]++
 	}
 	return out
+}
+
+// newFetchRequest is an empty Fetch v12 of this broker's replica fetcher.
+func (m *Manager) newFetchRequest() *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = m.cfg.BrokerID
+	req.MaxWaitMillis = m.cfg.ReplicaFetchWaitMaxMs
+	req.MinBytes = m.cfg.ReplicaFetchMinBytes
+	req.MaxBytes = m.cfg.ReplicaFetchResponseMaxBytes
+	req.SessionID = 0
+	req.SessionEpoch = -1 // no fetch session: every fetch is a full one
+	return req
+}
+
+// addFetchPart adds a partition's part to req (partitions come grouped by
+// topic: m.order is sorted).
+func addFetchPart(req *kmsg.FetchRequest, topic string, part kmsg.FetchRequestTopicPartition) {
+	if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != topic {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = topic
+		req.Topics = append(req.Topics, t)
+	}
+	t := &req.Topics[len(req.Topics)-1]
+	t.Partitions = append(t.Partitions, part)
 }
 
 // delayedUntil is when a backed-off follower partition may fetch again (0
@@ -297,7 +307,9 @@ func (p *Partition) delayedUntil(now int64) int64 {
 func (m *Manager) FetchResponse(tgt FetchTarget, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, err error, now int64) {
 	defer func() {
 		m.mu.Lock()
-		delete(m.fetching, tgt)
+		if m.fetching[tgt]--; m.fetching[tgt] <= 0 {
+			delete(m.fetching, tgt)
+		}
 		m.mu.Unlock()
 		m.signal()
 	}()

@@ -19,6 +19,21 @@ type fetcher struct {
 	jobs chan FetchRequest // capacity 1: the Manager has one in flight per target
 	conn *kwire.Conn
 	bad  bool // the last exchange failed: log the next success
+	// bufs are the read buffers of fetches sent ahead (FetchAhead), used in
+	// turn: one holds the answer being appended while the next is read
+	// into the other. last is the one read last (-1: the connection's own).
+	bufs [2][]byte
+	last int
+}
+
+// ahead is a fetch sent ahead of the answer before it: its answer is read
+// (into one of the fetcher's buffers) while the one before is appended.
+type ahead struct {
+	job    FetchRequest
+	done   chan struct{}
+	resp   *kmsg.FetchResponse
+	err    error
+	cancel func()
 }
 
 // sendFetch queues a fetch for its target's fetcher, starting one if
@@ -94,12 +109,16 @@ func (r *Runner) runFetcher(f *fetcher) {
 // sends that one too: a follower keeping up with its leader fetches again
 // straight from this goroutine, without waking the Runner's loop and
 // waiting for it to hand the request over. The response's record batches
-// alias the connection's read buffer: the Manager appends them
-// (FetchResponse returns) before this fetcher sends anything else on the
-// connection, so they are never copied.
+// alias a read buffer: the Manager appends them (FetchResponse returns)
+// before that buffer is read into again, so they are never copied. When
+// the Manager lets the next fetch go before an answer is appended
+// (FetchAhead: the partitions are far below the leader's high watermark),
+// it is sent first and its answer read into the fetcher's other buffer
+// meanwhile; its outcome is handed back after the answer's.
 func (r *Runner) fetch(f *fetcher, job FetchRequest) {
+	f.last = -1
+	resp, err := r.exchangeFetch(f, job.Req)
 	for {
-		resp, err := r.exchangeFetch(f, job.Req)
 		if err != nil && r.ctx.Err() == nil {
 			if errors.Is(err, kwire.ErrAuthentication) {
 				// a configuration error, not a passing fault: said loudly each time
@@ -116,7 +135,22 @@ func (r *Runner) fetch(f *fetcher, job FetchRequest) {
 			f.bad = false
 		}
 		now := r.o.Now()
+		var a *ahead
+		if err == nil && r.ctx.Err() == nil && r.sameLeaderConn(f) {
+			if next, ok := r.m.FetchAhead(job, resp, now); ok {
+				a = r.sendAhead(f, next)
+			}
+		}
 		r.m.FetchResponse(job.Target, job.Req, resp, err, now)
+		if a != nil {
+			<-a.done
+			a.cancel()
+			job, resp, err = a.job, a.resp, a.err
+			if err != nil {
+				f.closeConn()
+			}
+			continue
+		}
 		if err != nil || r.ctx.Err() != nil {
 			return
 		}
@@ -125,7 +159,51 @@ func (r *Runner) fetch(f *fetcher, job FetchRequest) {
 			return
 		}
 		job = next
+		f.last = -1
+		resp, err = r.exchangeFetch(f, job.Req)
 	}
+}
+
+// sameLeaderConn tells whether the fetcher's connection is open to its
+// leader's current address (a fetch ahead goes on it, or not at all).
+func (r *Runner) sameLeaderConn(f *fetcher) bool {
+	addr, ok := r.o.Resolve(f.tgt.Broker)
+	return ok && f.conn != nil && f.conn.Addr() == addr
+}
+
+// sendAhead writes job's Fetch on the fetcher's connection and reads its
+// answer, in a goroutine of its own, into the buffer the last answer does
+// not alias; done closes once resp or err is set.
+func (r *Runner) sendAhead(f *fetcher, job FetchRequest) *ahead {
+	ctx, cancel := r.requestCtx()
+	a := &ahead{job: job, done: make(chan struct{}), cancel: cancel}
+	s, err := f.conn.Send(ctx, job.Req)
+	if err != nil {
+		a.err = err
+		close(a.done)
+		return a
+	}
+	i := 0
+	if f.last == 0 {
+		i = 1
+	}
+	f.last = i
+	c, buf := f.conn, &f.bufs[i]
+	go func() {
+		defer close(a.done)
+		resp, err := c.Receive(ctx, s, buf)
+		if err != nil {
+			a.err = err
+			return
+		}
+		fr, ok := resp.(*kmsg.FetchResponse)
+		if !ok {
+			a.err = fmt.Errorf("%w: Fetch answered by another response kind", kwire.ErrBadFrame)
+			return
+		}
+		a.resp = fr
+	}()
+	return a
 }
 
 // exchangeFetch sends req on the fetcher's connection, dialling the

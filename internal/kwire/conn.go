@@ -61,6 +61,7 @@ type Conn struct {
 	err      error   // set once: why the connection is unusable
 	versions map[int16]int16
 	pend     []pending // Pipeline's requests, reused
+	unread   []int32   // Send's requests whose response Receive has not read
 
 	// cancellation: an AfterFunc of a call's context sets a past deadline,
 	// only while that call (generation gen) is running
@@ -145,6 +146,9 @@ func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
+	if len(c.unread) > 0 {
+		return nil, ErrUnread
+	}
 	stop := c.watch(ctx)
 	defer stop()
 	corr := c.nextCorr()
@@ -152,7 +156,7 @@ func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	if err := c.write(ctx); err != nil {
 		return nil, err
 	}
-	resp, err := c.read(ctx, req, corr)
+	resp, err := c.read(ctx, req, corr, &c.rbuf)
 	c.trim()
 	return resp, err
 }
@@ -172,6 +176,9 @@ func (c *Conn) Pipeline(ctx context.Context, reqs ...kmsg.Request) ([]kmsg.Respo
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
+	if len(c.unread) > 0 {
+		return nil, ErrUnread
+	}
 	stop := c.watch(ctx)
 	defer stop()
 	c.wbuf = c.wbuf[:0]
@@ -186,7 +193,7 @@ func (c *Conn) Pipeline(ctx context.Context, reqs ...kmsg.Request) ([]kmsg.Respo
 	}
 	out := make([]kmsg.Response, 0, len(reqs))
 	for i, p := range c.pend {
-		resp, err := c.read(ctx, p.req, p.corr)
+		resp, err := c.read(ctx, p.req, p.corr, &c.rbuf)
 		if err != nil {
 			return nil, err
 		}

@@ -16,4 +16,7 @@ var (
 	ErrUnsupportedVersion = errors.New("kwire: no common version")
 	// ErrAuthentication: the TLS handshake or the SASL exchange failed.
 	ErrAuthentication = errors.New("kwire: authentication failed")
+	// ErrUnread: a request was made while a response to Send is unread,
+	// or Receive was asked for a response out of the order sent.
+	ErrUnread = errors.New("kwire: a sent request's response is unread")
 )

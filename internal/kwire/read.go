@@ -10,8 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// read reads the response to req, which went out with correlation id corr.
-func (c *Conn) read(ctx context.Context, req kmsg.Request, corr int32) (kmsg.Response, error) {
+// read reads the response to req, which went out with correlation id corr,
+// into *buf (the connection's c.rbuf, or a Receive caller's).
+func (c *Conn) read(ctx context.Context, req kmsg.Request, corr int32, buf *[]byte) (kmsg.Response, error) {
 	if _, err := io.ReadFull(c.nc, c.hdr[:]); err != nil {
 		return nil, c.ioErr(ctx, "read from", err)
 	}
@@ -19,7 +20,7 @@ func (c *Conn) read(ctx context.Context, req kmsg.Request, corr int32) (kmsg.Res
 	if size < 4 || size > c.max {
 		return nil, c.fail(fmt.Errorf("%w: %s: response size %d (want 4..%d)", ErrBadFrame, c.addr, size, c.max))
 	}
-	body, err := c.readBody(int(size))
+	body, err := c.readBody(buf, int(size))
 	if err != nil {
 		return nil, c.ioErr(ctx, "read from", err)
 	}
@@ -45,27 +46,27 @@ func (c *Conn) read(ctx context.Context, req kmsg.Request, corr int32) (kmsg.Res
 	return resp, nil
 }
 
-// readBody reads n bytes into the reused read buffer. A buffer larger than
-// the one kept grows only as bytes arrive, so a lying size prefix cannot
+// readBody reads n bytes into the reused read buffer *rbuf. A buffer larger
+// than the one kept grows only as bytes arrive, so a lying size prefix cannot
 // make it allocate what the peer never sends.
-func (c *Conn) readBody(n int) ([]byte, error) {
-	if n <= cap(c.rbuf) {
-		c.rbuf = c.rbuf[:n]
-		_, err := io.ReadFull(c.nc, c.rbuf)
-		return c.rbuf, err
+func (c *Conn) readBody(rbuf *[]byte, n int) ([]byte, error) {
+	if n <= cap(*rbuf) {
+		*rbuf = (*rbuf)[:n]
+		_, err := io.ReadFull(c.nc, *rbuf)
+		return *rbuf, err
 	}
 	const step = 1 << 20
-	buf := c.rbuf[:0]
+	buf := (*rbuf)[:0]
 	for len(buf) < n {
 		m := min(n-len(buf), step)
 		buf = slices.Grow(buf, m)
 		if _, err := io.ReadFull(c.nc, buf[len(buf):len(buf)+m]); err != nil {
-			c.rbuf = buf[:0]
+			*rbuf = buf[:0]
 			return nil, err
 		}
 		buf = buf[:len(buf)+m]
 	}
-	c.rbuf = buf
+	*rbuf = buf
 	return buf, nil
 }
 
