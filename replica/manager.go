@@ -32,8 +32,8 @@ type Manager struct {
 	parts           map[TopicPartition]*Partition
 	order           []*Partition // sorted by topic, then partition: deterministic iteration
 	endpoints       map[int32]Endpoint
-	fetching        map[FetchTarget]int  // Fetches in flight to the target (2: one ahead, see FetchAhead)
-	listing         map[int32]bool       // a ListOffsets is in flight to the broker
+	fetching        map[FetchTarget]int // Fetches in flight to the target (2: one ahead, see FetchAhead)
+	listing         map[int32]bool      // a ListOffsets is in flight to the broker
 	alterInflight   bool
 	alterSent       []alterSent
 	alterRetryAt    int64
