@@ -297,7 +297,7 @@ func (b *Broker) settle() {
 	now := b.s.W.Now
 	r := b.M.Ready(now)
 	for _, f := range r.Fetches {
-		b.sendFetch(f)
+		b.sendFetch(aheadFetch{FetchRequest: f})
 	}
 	for _, l := range r.ListOffsets {
 		b.sendListOffsets(l)

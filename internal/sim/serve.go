@@ -101,7 +101,7 @@ func (b *Broker) peer(id int32) *Broker {
 	return b.s.Brokers[id]
 }
 
-func (b *Broker) sendFetch(f replica.FetchRequest) {
+func (b *Broker) sendFetch(f aheadFetch) {
 	m := b.M
 	to := b.peer(f.Target.Broker)
 	b.s.W.Tracef("broker %d fetch -> %d%s", b.ID, f.Target.Broker, fetchSummary(f.Req))
@@ -127,8 +127,41 @@ func (b *Broker) sendFetch(f replica.FetchRequest) {
 			}
 			b.s.countFetch(r)
 			b.s.W.Tracef("broker %d fetch <- %d%s%v", b.ID, f.Target.Broker, fetchRespSummary(r), errOrEmpty(err))
+			if f.Ahead {
+				b.s.countAheadAnswer(m, f.Target.Broker, f.Req, err)
+			}
+			// As the Runner's fetcher: the next fetch goes before this
+			// answer is applied when the Manager lets it (FetchAhead).
+			if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok && b.M == m {
+				b.s.stats.FetchesAhead++
+				b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
+			}
 			m.FetchResponse(f.Target, f.Req, r, err, b.s.W.Now)
 		})
+}
+
+// aheadFetch is a Fetch to send, Ahead when FetchAhead gave it.
+type aheadFetch struct {
+	replica.FetchRequest
+	Ahead bool
+}
+
+// countAheadAnswer counts the partitions of an answer to a fetch sent
+// ahead that the Manager must drop (no answer, or the partition no longer
+// follows that leader in that epoch from the offset fetched: the answer
+// before failed, was dropped, or was cut) and those it applies.
+func (s *Sim) countAheadAnswer(m *replica.Manager, leader int32, req *kmsg.FetchRequest, err error) {
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			p := m.Partition(t.Topic, rp.Partition)
+			if err != nil || p == nil || p.Role() != replica.RoleFollower || p.Leader() != leader ||
+				p.LeaderEpoch() != rp.CurrentLeaderEpoch || p.Failed() != nil || p.Log().LogEndOffset() != rp.FetchOffset {
+				s.stats.AheadDropped++
+			} else {
+				s.stats.AheadApplied++
+			}
+		}
+	}
 }
 
 // serveFetch answers a follower's fetch, or parks it (Kafka's fetch

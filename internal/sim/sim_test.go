@@ -121,9 +121,16 @@ func TestSimNoFaults(t *testing.T) {
 }
 
 // sweepOptions is the sweep's mix: every fault on, one seed in four with
-// flush.messages=1 (where power loss may strike any broker at any time).
+// flush.messages=1 (where power loss may strike any broker at any time),
+// one in three with replica.fetch.max.bytes=256 (a follower behind takes
+// many more fetches, most of them sent ahead of the answer before:
+// FetchAhead).
 func sweepOptions(seed uint64) Options {
-	return Options{Faults: true, FlushEveryMessage: seed%4 == 0}
+	o := Options{Faults: true, FlushEveryMessage: seed%4 == 0}
+	if seed%3 == 1 {
+		o.FetchMaxBytes = 256
+	}
+	return o
 }
 
 // TestSimSweep runs the seed sweep: random crashes, power loss, network
