@@ -39,6 +39,9 @@ type tserver struct {
 	// garbageNext makes the next response a frame that decodes as nothing.
 	garbageNext atomic.Bool
 
+	// onFetch, when set, sees every Fetch as it comes (before it is served).
+	onFetch atomic.Pointer[func(*kmsg.FetchRequest)]
+
 	fetches  atomic.Int64 // Fetch requests answered
 	parked   atomic.Int64 // Fetch requests waiting now
 	accepted atomic.Int64 // connections accepted
@@ -214,6 +217,9 @@ type fetchPartAnswer struct {
 func (s *tserver) serveFetch(c net.Conn, corr int32, req *kmsg.FetchRequest) error {
 	if req.Version != 12 {
 		return fmt.Errorf("fetch v%d", req.Version)
+	}
+	if f := s.onFetch.Load(); f != nil {
+		(*f)(req)
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	// The high watermarks as the request found them: one that moves since

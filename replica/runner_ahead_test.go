@@ -1,0 +1,81 @@
+package replica
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/internal/vfs"
+	"github.com/stratalog/strata/segment"
+)
+
+// slowLogWrites delays every write to a .log file by a millisecond.
+type slowLogWrites struct{}
+
+func (slowLogWrites) MaybeError(op vfs.Op) error {
+	if op.Kind == vfs.OpWriteAt && strings.HasSuffix(op.Path, ".log") {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// TestRunnerFetchAhead: a follower restarted far behind (replica.fetch.max.bytes
+// small: a few batches per fetch) catches up over real sockets with fetches
+// sent ahead of the answer before them (the leader sees fetch offsets past
+// the follower's log end while the follower appends), each answer read
+// into the other buffer; the follower ends holding exactly the leader's
+// records (offsets, epochs, values: an answer overwritten while appended
+// would show here, or as CRC errors), back in the ISR.
+func TestRunnerFetchAhead(t *testing.T) {
+	c := newCluster(t, clusterOptions{
+		cfg: func(cfg *Config) {
+			cfg.ReplicaFetchMaxBytes = 300
+			cfg.ReplicaLagTimeMaxMs = 3600_000
+			if cfg.BrokerID == 2 {
+				// a slow disk: the leader has time to see the fetch sent
+				// ahead before the append of the answer before it returns
+				root := t.TempDir()
+				cfg.OpenLog = func(tp TopicPartition, o OpenOptions) (*segment.Log, error) {
+					opts := &segment.Options{FS: vfs.Inject(vfs.OS, slowLogWrites{}), FileDeleteDelayMs: -1, Logger: discard}
+					if o.StartAt >= 0 {
+						opts.LogStartOffset = o.StartAt
+					}
+					return segment.Open(filepath.Join(root, tp.String()), opts)
+				}
+			}
+		},
+		noRunner: []int32{2},
+	}, 1, 2)
+	c.elect(tp0, 1, []int32{1}, 1, 2)
+	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	for i := range 400 {
+		produce(t, l, 1, fmt.Sprintf("value-%04d-%s", i, "0123456789abcdef0123456789abcdef"))
+	}
+	f := c.nodes[2].m
+	var ahead, fetches atomic.Int64
+	hook := func(req *kmsg.FetchRequest) {
+		fetches.Add(1)
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				if p := f.Partition(rt.Topic, rp.Partition); p != nil && rp.FetchOffset > p.Log().LogEndOffset() {
+					ahead.Add(1)
+				}
+			}
+		}
+	}
+	c.nodes[1].srv.onFetch.Store(&hook)
+	c.nodes[2].start(t)
+	waitFor(t, "the follower at the leader's log end and in the ISR", func() bool {
+		return c.caughtUp(tp0, 1, 2) && len(c.isr(tp0, 1)) == 2
+	})
+	c.sameLogs(t, tp0, 1, 2)
+	if ahead.Load() == 0 {
+		t.Fatalf("no fetch went ahead of the follower's log end in %d fetches", fetches.Load())
+	}
+	t.Logf("%d fetches, %d ahead of the follower's log end", fetches.Load(), ahead.Load())
+}
