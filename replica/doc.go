@@ -10,19 +10,22 @@
 //
 //   - EpochCache (epochs.go) is a partition's leader-epoch cache, Kafka's
 //     LeaderEpochFileCache, written to leader-epoch-checkpoint on every change.
-//   - Partition (partition.go, leader.go, follower.go, isr.go, produce.go) is
+//   - Partition (partition.go, leader.go, follower.go, follower_ahead.go,
+//     isr.go, produce.go) is
 //     one partition's replication state over its *segment.Log and its
 //     leader-epoch cache. Every method takes the time as an argument, waits
 //     for nothing but its log's own I/O and starts no goroutine; all are safe
 //     for concurrent use (leader appends and fetch serving share a lock, role
 //     changes and follower writes hold it alone).
-//   - Manager (manager.go, manager_ready.go, manager_serve.go) holds a
+//   - Manager (manager.go, manager_ready.go, manager_ahead.go,
+//     manager_serve.go) holds a
 //     broker's partitions and applies the controller's LeaderAndIsr and
 //     StopReplica to them (refusing, with STALE_BROKER_EPOCH, those carrying
 //     the broker epoch of an earlier registration, or any broker epoch
 //     before SetBrokerEpoch: KIP-380), serves follower fetches, and reports what must be
 //     sent instead of sending it: Ready(now) returns the Fetch requests to
-//     leaders (one in flight per source broker and fetcher), the ListOffsets a
+//     leaders (one in flight per source broker and fetcher; FetchAhead adds
+//     a second one, see Protocol), the ListOffsets a
 //     follower out of range needs, and the AlterPartition for the controller
 //     (one in flight per broker); the caller hands every outcome back
 //     (FetchResponse, ListOffsetsResponse, AlterPartitionResponse), with an
@@ -62,14 +65,24 @@
 //     one connection per (source broker, fetcher id), num.replica.fetchers
 //     per source broker, started on the first Fetch Ready gives for the
 //     target and ended after replica.socket.timeout.ms without one (the
-//     leader moved away). One Fetch in flight per connection: it long-polls
-//     on the leader (replica.fetch.wait.max.ms, replica.fetch.min.bytes) and
-//     is bounded by replica.socket.timeout.ms. The response's record
-//     batches alias the connection's read buffer (kept at
-//     replica.fetch.response.max.bytes): FetchResponse appends them
-//     (AppendAssigned) before the fetcher sends anything else, so the
+//     leader moved away). One Fetch in flight per connection, or two while
+//     catching up (below): it long-polls on the leader
+//     (replica.fetch.wait.max.ms, replica.fetch.min.bytes) and is bounded by
+//     replica.socket.timeout.ms. The response's record batches alias a read
+//     buffer (the connection's, kept at replica.fetch.response.max.bytes,
+//     or one of the fetcher's two): FetchResponse appends them
+//     (AppendAssigned) before that buffer is read into again, so the
 //     follower copies a byte once from the socket and once into the page
-//     cache. After handing back an outcome the fetcher asks the Manager
+//     cache. Fetching ahead: before handing back an answer the fetcher asks
+//     Manager.FetchAhead for the fetch that will follow it; when the
+//     Manager gives one (every partition's next offset is known from the
+//     answer and lies below the leader's high watermark it carried: see
+//     Protocol) the fetcher sends it on the same connection first
+//     (kwire's Send) and reads its answer in a goroutine into the buffer
+//     the first does not alias (Receive) while FetchResponse appends the
+//     first, then hands back the second's outcome after the first's. The
+//     leader serves a connection's requests one at a time, in order, so
+//     the answers come in order. After handing back an outcome the fetcher asks the Manager
 //     for its target's next Fetch itself (ReadyFetch) and sends it at
 //     once, so a follower keeping up with its leader does not wait for the
 //     loop between two fetches; the loop's Ready serves the target
@@ -166,7 +179,28 @@
 // cutting at or past its log end still drops epoch entries there (a leader
 // that appended nothing in its epoch would diverge forever otherwise, as
 // Kafka 3 found). A follower's progress counts only for fetches that do not
-// diverge. Batches are appended as they are (offsets and leader epochs kept,
+// diverge. A fetch may go ahead of an answer not yet appended
+// (Manager.FetchAhead), claiming as fetch offset the end X of the answer's
+// whole batches, only when X is strictly below the high watermark the
+// answer carried, the answer has no error or diverging epoch, its records
+// continue the log, and the partition is not throttled (every partition of
+// the target's next fetch must be known so: the fetch ahead is the fetch
+// Ready would give once the answer is appended, so no partition waits
+// behind a chain of them); near the high watermark the fetch is serial,
+// so ISR joins and high-watermark moves happen as without it. The leader
+// takes X as the follower's log end before the follower has written it:
+// X is below a high watermark the leader of that epoch never lowers (a
+// fetch naming another epoch is fenced, KIP-320), so X moves neither the
+// high watermark (the smallest log end counted) nor the ISR (joined at a
+// log end at or past it); the ISR shrink check and the lag metric
+// (MaxFollowerLag) see the follower one answer earlier, as the serial
+// fetch would once it appended. The follower applies an answer only
+// while its log ends exactly at the offset fetched under the same leader
+// and epoch (fetchMatches, as Kafka's fetcher drops data for a changed
+// fetch state): after a failed or refused append, a truncation, a role
+// change or a failed partition the answer fetched ahead is dropped and
+// the data fetched again from the log end.
+// Batches are appended as they are (offsets and leader epochs kept,
 // CRC checked, a partial last batch left for the next fetch); the follower's
 // high watermark is min(leader's, own log end offset), its log start the
 // leader's. OFFSET_OUT_OF_RANGE asks the leader's log end (ListOffsets -1):

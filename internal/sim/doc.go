@@ -58,7 +58,12 @@
 //     MemFS, and the loop the Runner runs in production: after every event
 //     it takes what ZooKeeper delivered, answers parked follower fetches
 //     (long poll) and acks=-1 produces, and sends what Manager.Ready
-//     returns, handing every answer back. LeaderAndIsr and StopReplica go
+//     returns, handing every answer back; a fetcher's answer first asks
+//     Manager.FetchAhead, and sends the fetch it gives before handing the
+//     answer back, as the Runner's fetcher does (one seed in three runs
+//     replica.fetch.max.bytes=256, so followers behind take many of them;
+//     Stats count those sent and their partitions applied and dropped).
+//     LeaderAndIsr and StopReplica go
 //     to the Manager, UpdateMetadata to a metadata cache (which refuses a
 //     stale controller or broker epoch) where clients and the broker find
 //     leaders and the controller. Logs roll every 4 KiB; the flush after a
