@@ -255,3 +255,60 @@ func TestFetchAheadTruncated(t *testing.T) {
 		t.Fatalf("next fetch %v %+v, want one from 1", ok, next)
 	}
 }
+
+// TestFetchAheadCarriesEveryPartition: the fetch ahead is the one Ready
+// would give once the answer is appended, every partition of the target
+// in it (a partition the answer brought nothing keeps its offset), so
+// none waits behind a chain of fetches ahead; a partition whose answer
+// reaches the high watermark stops the fetch ahead altogether.
+func TestFetchAheadCarriesEveryPartition(t *testing.T) {
+	m1, m2 := newTestManager(t, 1, vfs.NewMem()), newTestManager(t, 2, vfs.NewMem())
+	parts := []kmsg.LeaderAndISRRequestTopicPartition{lisrPart(0, 1, 0, []int32{1}, 1, 2), lisrPart(1, 1, 0, []int32{1}, 1, 2), lisrPart(2, 1, 0, []int32{1}, 1, 2)}
+	m1.LeaderAndIsr(lisr(1, 5, parts...), t0)
+	m2.LeaderAndIsr(lisr(1, 5, parts...), t0)
+	for _, v := range []string{"a", "b", "c", "d"} {
+		if _, err := m1.Partition(testTopic, 0).AppendAsLeader(batch(t, v), 1, 1, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := m2.Ready(t0)
+	if len(r.Fetches) != 1 || len(r.Fetches[0].Req.Topics[0].Partitions) != 3 {
+		t.Fatalf("fetches %+v", r.Fetches)
+	}
+	first := r.Fetches[0]
+	resp := m1.HandleFetch(first.Req, t0)
+	keepBatches(t, resp, 2) // partition 0: 2 of 4; partitions 1 and 2: nothing
+	ahead, ok := m2.FetchAhead(first, resp, t0)
+	if !ok {
+		t.Fatal("no fetch ahead")
+	}
+	got := map[int32]int64{}
+	for _, p := range ahead.Req.Topics[0].Partitions {
+		got[p.Partition] = p.FetchOffset
+	}
+	if want := map[int32]int64{0: 2, 1: 0, 2: 0}; len(got) != 3 || got[0] != 2 || got[1] != 0 || got[2] != 0 {
+		t.Fatalf("fetch ahead offsets %v, want %v", got, want)
+	}
+	m2.FetchResponse(first.Target, first.Req, resp, nil, t0)
+	m2.FetchResponse(ahead.Target, ahead.Req, m1.HandleFetch(ahead.Req, t0), nil, t0)
+
+	// Partition 1 gets data reaching its high watermark: no fetch ahead,
+	// though partition 0 is still behind.
+	for _, v := range []string{"e", "f"} {
+		if _, err := m1.Partition(testTopic, 0).AppendAsLeader(batch(t, v), 1, 1, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m1.Partition(testTopic, 1).AppendAsLeader(batch(t, "x"), 1, 1, t0); err != nil {
+		t.Fatal(err)
+	}
+	next, ok := m2.ReadyFetch(first.Target, t0)
+	if !ok {
+		t.Fatal("no next fetch")
+	}
+	resp = m1.HandleFetch(next.Req, t0)
+	keepBatches(t, resp, 1)
+	if a, ok := m2.FetchAhead(next, resp, t0); ok {
+		t.Fatalf("fetch ahead of an answer bringing partition 1 to its high watermark: %+v", a.Req.Topics)
+	}
+}

@@ -132,9 +132,11 @@ func (b *Broker) sendFetch(f aheadFetch) {
 			}
 			// As the Runner's fetcher: the next fetch goes before this
 			// answer is applied when the Manager lets it (FetchAhead).
-			if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok && b.M == m {
-				b.s.stats.FetchesAhead++
-				b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
+			if b.M == m {
+				if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok {
+					b.s.stats.FetchesAhead++
+					b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
+				}
 			}
 			m.FetchResponse(f.Target, f.Req, r, err, b.s.W.Now)
 		})
