@@ -79,3 +79,48 @@ func TestRunnerFetchAhead(t *testing.T) {
 	}
 	t.Logf("%d fetches, %d ahead of the follower's log end", fetches.Load(), ahead.Load())
 }
+
+// TestRunnerCloseWhileFetchingAhead: closing the Runner with a fetch sent
+// ahead in flight hands both outcomes back, so the Manager has no fetch in
+// flight left and gives the target's next fetch to whoever drives it.
+func TestRunnerCloseWhileFetchingAhead(t *testing.T) {
+	c := newCluster(t, clusterOptions{
+		cfg: func(cfg *Config) {
+			cfg.ReplicaFetchMaxBytes = 300
+			cfg.ReplicaLagTimeMaxMs = 3600_000
+			if cfg.BrokerID == 2 {
+				root := t.TempDir()
+				cfg.OpenLog = func(tp TopicPartition, o OpenOptions) (*segment.Log, error) {
+					opts := &segment.Options{FS: vfs.Inject(vfs.OS, slowLogWrites{}), FileDeleteDelayMs: -1, Logger: discard}
+					return segment.Open(filepath.Join(root, tp.String()), opts)
+				}
+			}
+		},
+		noRunner: []int32{2},
+	}, 1, 2)
+	c.elect(tp0, 1, []int32{1}, 1, 2)
+	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	for i := range 2000 {
+		produce(t, l, 1, fmt.Sprintf("value-%04d-%s", i, "0123456789abcdef0123456789abcdef"))
+	}
+	f := c.nodes[2].m
+	var ahead atomic.Int64
+	hook := func(req *kmsg.FetchRequest) {
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				if p := f.Partition(rt.Topic, rp.Partition); p != nil && rp.FetchOffset > p.Log().LogEndOffset() {
+					ahead.Add(1)
+				}
+			}
+		}
+	}
+	c.nodes[1].srv.onFetch.Store(&hook)
+	c.nodes[2].start(t)
+	waitFor(t, "fetches ahead", func() bool { return ahead.Load() >= 5 })
+	c.nodes[2].stop(t)
+	leo := f.Partition(tp0.Topic, tp0.Partition).Log().LogEndOffset()
+	r := f.Ready(time.Now().UnixMilli() + 60_000)
+	if len(r.Fetches) != 1 || onlyPart(t, r.Fetches[0].Req).FetchOffset != leo {
+		t.Fatalf("after Close the Manager gives fetches %+v (log end %d): an outcome was not handed back", r.Fetches, leo)
+	}
+}
