@@ -183,12 +183,14 @@ type BenchBrokerResult struct {
 }
 
 // MetricsOverhead compares metrics on with metrics off. Each run produces
-// to both brokers back to back, in ABBA order from run to run (on off, off
-// on, ...), then reads the records from them pass by pass in ABBA order (a
-// pass is a fraction of a second), so that drift in the machine's load
-// falls on both alike; a run's ratio compares the two brokers' figures of
-// that run, and the figures are the median of the runs' ratios with their
-// spread.
+// to both brokers back to back, in ABBA order from run to run, then reads
+// the records from them pass by pass in ABBA order (a pass is a fraction
+// of a second), so that drift in the machine's load falls on both alike;
+// the two brokers run in two slots and swap roles every two runs
+// (bench_broker_slots.go), so that what belongs to one broker instance
+// falls on both alike too. A run's ratio compares the two roles' figures
+// of that run, and the figures are the median of the runs' ratios with
+// their spread.
 type MetricsOverhead struct {
 	Validation string `json:"validation"`
 	// Produce and Consume: median over the runs of records/s with metrics
@@ -208,6 +210,18 @@ type MetricsOverhead struct {
 	ConsumeCPU     float64   `json:"consume_cpu"`
 	ProduceCPURuns []float64 `json:"produce_cpu_runs"`
 	ConsumeCPURuns []float64 `json:"consume_cpu_runs"`
+	// OnSlotRuns and OnFirstRuns: per run, the slot (0 or 1) of the
+	// metrics-on broker and whether its produce went first.
+	OnSlotRuns  []int  `json:"on_slot_runs"`
+	OnFirstRuns []bool `json:"on_first_runs"`
+	// The same runs compared by slot and by position instead of by role:
+	// median over the runs of slot 0's records/s divided by slot 1's, and
+	// of the first produce's divided by the second's. Far from 1, they are
+	// the instance or order bias the layout cancels (with --runs a
+	// multiple of 4 it cancels exactly).
+	ProduceSlot0VsSlot1  float64 `json:"produce_slot0_vs_slot1"`
+	ConsumeSlot0VsSlot1  float64 `json:"consume_slot0_vs_slot1"`
+	ProduceFirstVsSecond float64 `json:"produce_first_vs_second"`
 }
 
 // metricsOverhead pairs the runs of on (metrics on) and off.
@@ -234,6 +248,25 @@ func metricsOverhead(mode string, on, off *BenchBrokerFigures) MetricsOverhead {
 	o.Consume, o.ConsumeMin, o.ConsumeMax = spread(o.ConsumeRuns)
 	o.ProduceCPU, _, _ = spread(o.ProduceCPURuns)
 	o.ConsumeCPU, _, _ = spread(o.ConsumeCPURuns)
+	// by turns a run's on/off ratio r into slot 0 / slot 1 or first /
+	// second: r itself when on held slot 0 (went first), 1/r otherwise.
+	by := func(rs []float64, onIs func(run int) bool) float64 {
+		out := make([]float64, len(rs))
+		for i, r := range rs {
+			if out[i] = r; !onIs(i) {
+				out[i] = 1 / r
+			}
+		}
+		med, _, _ := spread(out)
+		return med
+	}
+	slot0 := func(run int) bool { return onSlot(run) == 0 }
+	first := func(run int) bool { return firstSlot(run) == onSlot(run) }
+	for run := range o.ProduceRuns {
+		o.OnSlotRuns, o.OnFirstRuns = append(o.OnSlotRuns, onSlot(run)), append(o.OnFirstRuns, first(run))
+	}
+	o.ProduceSlot0VsSlot1, o.ConsumeSlot0VsSlot1 = by(o.ProduceRuns, slot0), by(o.ConsumeRuns, slot0)
+	o.ProduceFirstVsSecond = by(o.ProduceRuns, first)
 	return o
 }
 
@@ -427,69 +460,90 @@ func benchValidationModes(v string, external bool) ([]string, error) {
 
 // benchBrokerMode runs --runs rounds against one broker (started here for
 // the in-process modes) and returns the medians and the bootstrap address.
-// With --metrics both it starts two in-process brokers, metrics on and
-// off, and alternates the runs between them (the first of each pair
-// alternating too), so drift in the machine's load falls on both alike.
+// With --metrics both it runs two in-process brokers, metrics on and off,
+// in two slots whose roles swap every two runs (bench_broker_slots.go),
+// and alternates the runs between them (the first of each pair
+// alternating too), so drift in the machine's load and what belongs to one
+// broker instance fall on both alike. The figures are per role (on, off).
 // With sec the clients connect through its secure listener.
 func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *benchSecurity) ([]BenchBrokerFigures, string, error) {
 	boot := cfg.bootstrap
 	type target struct {
 		metrics string
-		boot    string
 		tgt     benchTarget
 		acc     benchAcc
 	}
 	var targets []*target
 	protocol := "PLAINTEXT"
-	if boot == "" {
-		for _, m := range cfg.metrics {
-			dir, err := os.MkdirTemp("", "strata-bench-broker-")
-			if err != nil {
-				return nil, "", failErr(err)
-			}
-			defer os.RemoveAll(dir)
-			var extra []string
-			if sec != nil {
-				if extra, err = sec.overrides(dir); err != nil {
-					return nil, "", failErr(err)
-				}
-			}
-			srv, err := startBenchServer(dir, mode, m == "on", c.App.ErrWriter, cfg.retentionBytes > 0, extra...)
-			if err != nil {
-				return nil, "", failErr(err)
-			}
-			defer srv.Close()
-			tg := &target{metrics: m, boot: srv.Addr().String()}
-			tg.tgt = brokerTarget(tg.boot)
-			if sec != nil {
-				if err := sec.addUser(tg.boot); err != nil {
-					return nil, "", failErr(err)
-				}
-				protocol = sec.String()
-				tg.tgt.seeds, tg.tgt.conn = []string{srv.ListenerAddr(sec.protocol).String()}, sec.clientOpts()
-			}
-			targets = append(targets, tg)
+	if sec != nil {
+		protocol = sec.String()
+	}
+	// With two brokers (--metrics both) they run in slots (restarted
+	// with their roles swapped every two runs) and the consume passes are
+	// not run inside each broker's run but after both, alternating pass by
+	// pass.
+	paired := boot == "" && len(cfg.metrics) == 2
+	var slots [2]*benchSlot
+	switch {
+	case paired:
+		var cleanup func()
+		var err error
+		if slots, cleanup, err = newBenchSlots(); err != nil {
+			return nil, "", failErr(err)
 		}
-		boot = targets[0].boot
-	} else {
-		targets = []*target{{boot: boot, tgt: brokerTarget(boot)}}
+		defer cleanup()
+		for _, m := range cfg.metrics {
+			targets = append(targets, &target{metrics: m})
+		}
+	case boot == "":
+		dir, err := os.MkdirTemp("", "strata-bench-broker-")
+		if err != nil {
+			return nil, "", failErr(err)
+		}
+		defer os.RemoveAll(dir)
+		srv, tgt, err := startBenchTarget(c, cfg, dir, mode, cfg.metrics[0] == "on", sec)
+		if err != nil {
+			return nil, "", failErr(err)
+		}
+		defer srv.Close()
+		boot = srv.Addr().String()
+		targets = []*target{{metrics: cfg.metrics[0], tgt: tgt}}
+	default:
+		targets = []*target{{tgt: brokerTarget(boot)}}
 	}
 	phases := int64(1 + cfg.passes())
 	if cfg.idempotent {
 		phases++
 	}
 	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
-	// With two brokers (--metrics both) the consume passes are not run
-	// inside each broker's run but after both, alternating pass by pass.
-	paired := len(targets) == 2
 	rcfg := cfg
 	rcfg.noConsume = paired
+	// role is the target (index into targets) a slot's broker serves in
+	// run; without slots, the k-th broker of the run.
+	role := func(run, k int) int {
+		if paired {
+			return slotRole(run, k)
+		}
+		return k
+	}
 	for run := 0; run < cfg.runs; run++ {
+		if paired && run%2 == 0 { // the roles are (re)assigned: restart both
+			for s, sl := range slots {
+				r := slotRole(run, s)
+				if err := sl.start(c, cfg, s, mode, targets[r].metrics == "on", sec); err != nil {
+					return nil, boot, failErr(err)
+				}
+				targets[r].tgt = sl.tgt
+			}
+			if run == 0 {
+				boot = slots[onSlot(0)].srv.Addr().String()
+			}
+		}
 		runs := make([]benchRun, len(targets))
 		lims := make([]float64, len(targets))
 		topics := make([]string, len(targets))
 		for k := range targets {
-			i := (k + run) % len(targets)
+			i := role(run, (k+run)%len(targets))
 			tg := targets[i]
 			l, err := loopbackLimit(256 << 20)
 			if err != nil {
@@ -502,10 +556,11 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 			}
 		}
 		if paired {
-			// ABBA pass by pass: a pass lasts a fraction of a second, so
-			// the two brokers' passes see the same load.
+			// ABBA pass by pass (by slot, as the produces): a pass lasts a
+			// fraction of a second, so the two brokers' passes see the
+			// same load.
 			for p := 0; p < 2*cfg.passes(); p++ {
-				i := (p/2 + run + p%2) % 2
+				i := role(run, (p/2+run+p%2)%2)
 				cpu := processCPU()
 				d, err := benchConsume(cfg, targets[i].tgt, topics[i], bar)
 				if err != nil {
@@ -698,6 +753,8 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "      runs: produce %s, consume %s\n", fmtRatios(o.ProduceRuns), fmtRatios(o.ConsumeRuns))
 		fmt.Fprintf(w, "    process CPU seconds: produce %.3f, consume %.3f\n", o.ProduceCPU, o.ConsumeCPU)
 		fmt.Fprintf(w, "      runs: produce %s, consume %s\n", fmtRatios(o.ProduceCPURuns), fmtRatios(o.ConsumeCPURuns))
+		fmt.Fprintf(w, "    the same runs by broker slot (roles swap every 2 runs), slot 0 / slot 1: produce %.3f, consume %.3f; by order, first / second produce: %.3f\n",
+			o.ProduceSlot0VsSlot1, o.ConsumeSlot0VsSlot1, o.ProduceFirstVsSecond)
 	}
 }
 
