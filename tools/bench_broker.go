@@ -65,6 +65,12 @@ during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
 deletes during the latency phase; the in-process broker then checks retention
 every 500 ms).
+With --metrics both two in-process brokers, metrics on and off, are measured
+in every run, the produces back to back (the first alternating from run to
+run), the consume passes alternating pass by pass; the brokers run in two
+data directories and swap roles every two runs (restarted with the flag
+flipped), so each role runs in each directory and goes first equally often
+(exactly with --runs a multiple of 4).
 With --bootstrap-server the driver runs with GOGC=400 (its own garbage
 collections would otherwise be most of the latency tail).
 Beside them, limit_loopback_mb_per_sec: one plain TCP stream over 127.0.0.1 in the
@@ -89,7 +95,7 @@ Examples:
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
-			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them; prints the on/off ratio)"},
+			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them, their roles swapped every two runs; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
 			&cli.IntFlag{Name: "consume-passes", Usage: "times each run's consume phase reads the produced records, each pass with a new client, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
 			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
