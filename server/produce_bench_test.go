@@ -37,11 +37,17 @@ func produceFrame(t testing.TB, topic string, n, size int) []byte {
 func BenchmarkHandleProduce(b *testing.B) {
 	for _, mode := range []string{"full", "header", "full/metrics-on", "full/metrics-off"} {
 		b.Run(mode, func(b *testing.B) {
-			listener := "strata.metrics.listener="
+			// metrics-off is the broker as strata bench broker --metrics
+			// both runs its off broker: no registry and no slow-request
+			// log, so requests are not timed at all.
+			listener, slow := "strata.metrics.listener=", "strata.request.slow.ms=-1"
 			if strings.HasSuffix(mode, "/metrics-on") {
-				listener += "127.0.0.1:0"
+				listener, slow = listener+"127.0.0.1:0", "strata.request.slow.ms=1000"
 			}
-			s := startServer(b, b.TempDir(), "strata.produce.validation="+strings.Split(mode, "/")[0], "log.segment.bytes=1073741824", listener)
+			s := startServer(b, b.TempDir(), "strata.produce.validation="+strings.Split(mode, "/")[0], "log.segment.bytes=1073741824", listener, slow)
+			if strings.Contains(mode, "/metrics-") && s.timed != strings.HasSuffix(mode, "/metrics-on") {
+				b.Fatalf("%s: timed %v", mode, s.timed)
+			}
 			newTopic(b, s, "hp", 1)
 			const n = 9000
 			frame := produceFrame(b, "hp", n, 100)
