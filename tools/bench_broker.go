@@ -33,7 +33,9 @@ Each run creates a new one-partition topic (CreateTopics) and:
            in flight), timed from the first Produce call to Flush returning;
            W warm-up records (--warmup-records) are produced and acknowledged
            before the clock starts (the client's metadata load, produce
-           connection and first requests);
+           connection and first requests); --produce-passes times (default 1;
+           4 with --metrics both), each pass to the same topic with a fresh
+           client and its own warm-up records, timed together;
   consume  the N measured records (after the W) with a fresh client
            (--fetch-max-bytes, --fetch-partition-max-bytes), --consume-passes
            times (default 1; 4 with --metrics both), each pass with a fresh
@@ -66,8 +68,9 @@ the latency topic also with retention.bytes=--retention-bytes (retention
 deletes during the latency phase; the in-process broker then checks retention
 every 500 ms).
 With --metrics both two in-process brokers, metrics on and off, are measured
-in every run, the produces back to back (the first alternating from run to
-run), the consume passes alternating pass by pass; the brokers run in two
+in every run, the produce passes and then the consume passes alternating
+between them pass by pass in ABBA order (the first alternating from run to
+run); the brokers run in two
 data directories and swap roles every two runs (restarted with the flag
 flipped), so each role runs in each directory and goes first equally often
 (exactly with --runs a multiple of 4).
@@ -97,6 +100,7 @@ Examples:
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
 			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them, their roles swapped every two runs; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.IntFlag{Name: "produce-passes", Usage: "times each run's produce phase produces the records to its topic, each pass with a new client after its warm-up records, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
 			&cli.IntFlag{Name: "consume-passes", Usage: "times each run's consume phase reads the produced records, each pass with a new client, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
 			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
@@ -136,7 +140,9 @@ type benchBrokerConfig struct {
 	transactions   int64    // records per transaction of the transactions phase, 0: none
 	metrics        []string // in-process brokers: "on", "off"
 	consumePasses  int      // --consume-passes: times the consume phase reads the records (0: 1)
+	producePasses  int      // --produce-passes: times the produce phase produces the records (0: 1)
 	noConsume      bool     // benchBrokerRun leaves the consume phase to its caller
+	noProduce      bool     // benchBrokerRun leaves the plain produce phase to its caller
 }
 
 // passes is the number of consume passes of a run.
@@ -144,6 +150,12 @@ func (c benchBrokerConfig) passes() int { return max(c.consumePasses, 1) }
 
 // consumed is the records one run's consume phase reads.
 func (c benchBrokerConfig) consumed() int64 { return c.records * int64(c.passes()) }
+
+// producePassCount is the number of produce passes of a run.
+func (c benchBrokerConfig) producePassCount() int { return max(c.producePasses, 1) }
+
+// produced is the records one run's (plain) produce phase produces, timed.
+func (c benchBrokerConfig) produced() int64 { return c.records * int64(c.producePassCount()) }
 
 // topicConfigs are the configs a bench topic is created with: retention.bytes
 // only for the latency topic, whose consumer reads at the tail (the consume
@@ -179,6 +191,7 @@ type BenchBrokerResult struct {
 	SegmentBytes           int64   `json:"segment_bytes,omitempty"`
 	RetentionBytes         int64   `json:"retention_bytes,omitempty"`
 	ConsumePasses          int     `json:"consume_passes"`
+	ProducePasses          int     `json:"produce_passes"`
 	LoadAvg1               float64 `json:"loadavg_1m"`
 	LoadAvg1End            float64 `json:"loadavg_1m_end"`
 	BenchBrokerFigures
@@ -189,9 +202,10 @@ type BenchBrokerResult struct {
 }
 
 // MetricsOverhead compares metrics on with metrics off. Each run produces
-// to both brokers back to back, in ABBA order from run to run, then reads
-// the records from them pass by pass in ABBA order (a pass is a fraction
-// of a second), so that drift in the machine's load falls on both alike;
+// the records to both brokers, then reads them from both, pass by pass in
+// ABBA order (a pass is a fraction of a second; the first broker
+// alternates from run to run), so that drift in the machine's load falls
+// on both alike;
 // the two brokers run in two slots and swap roles every two runs
 // (bench_broker_slots.go), so that what belongs to one broker instance
 // falls on both alike too. A run's ratio compares the two roles' figures
@@ -342,7 +356,7 @@ func runBenchBroker(c *cli.Context) error {
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
 		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
-		transactions: c.Int64("transactions"), consumePasses: c.Int("consume-passes"),
+		transactions: c.Int64("transactions"), consumePasses: c.Int("consume-passes"), producePasses: c.Int("produce-passes"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -355,8 +369,8 @@ func runBenchBroker(c *cli.Context) error {
 		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
 	case c.Int("latency-linger-ms") < 0:
 		return usageErr("--latency-linger-ms must not be negative")
-	case cfg.consumePasses < 0:
-		return usageErr("--consume-passes must not be negative")
+	case cfg.consumePasses < 0 || cfg.producePasses < 0:
+		return usageErr("--consume-passes and --produce-passes must not be negative")
 	case cfg.transactions < 0:
 		return usageErr("--transactions must not be negative")
 	case cfg.segmentBytes < 0 || cfg.retentionBytes < 0:
@@ -383,6 +397,9 @@ func runBenchBroker(c *cli.Context) error {
 		cfg.metrics = []string{"on", "off"}
 		if cfg.consumePasses == 0 {
 			cfg.consumePasses = 4 // a 1M-record pass lasts ~0.25 s: too short to compare
+		}
+		if cfg.producePasses == 0 {
+			cfg.producePasses = 4 // a 1M-record produce lasts ~0.4 s: as short
 		}
 	default:
 		return usageErr("--metrics must be on, off or both, not %q", c.String("metrics"))
@@ -412,7 +429,7 @@ func runBenchBroker(c *cli.Context) error {
 		Runs: cfg.runs, Acks: 1, Compression: "none", FetchMaxBytes: cfg.fetchMaxBytes, FetchPartitionMaxBytes: cfg.fetchPartBytes,
 		LatencyRate: cfg.latencyRate, LatencySeconds: cfg.latencySeconds, LatencyLingerMs: cfg.latencyLinger.Milliseconds(),
 		SegmentBytes: cfg.segmentBytes, RetentionBytes: cfg.retentionBytes,
-		LoadAvg1: loadAvg1(), ConsumePasses: cfg.passes(),
+		LoadAvg1: loadAvg1(), ConsumePasses: cfg.passes(), ProducePasses: cfg.producePassCount(),
 	}
 	// With --metrics both, a run measures both brokers back to back, the
 	// first of the pair alternating (ABBA); see MetricsOverhead.
@@ -517,13 +534,13 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 	default:
 		targets = []*target{{tgt: brokerTarget(boot)}}
 	}
-	phases := int64(1 + cfg.passes())
+	phases := int64(cfg.producePassCount() + cfg.passes())
 	if cfg.idempotent {
 		phases++
 	}
 	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
 	rcfg := cfg
-	rcfg.noConsume = paired
+	rcfg.noConsume, rcfg.noProduce = paired, paired
 	// role is the target (index into targets) a slot's broker serves in
 	// run; without slots, the k-th broker of the run.
 	role := func(run, k int) int {
@@ -548,17 +565,48 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 		runs := make([]benchRun, len(targets))
 		lims := make([]float64, len(targets))
 		topics := make([]string, len(targets))
+		for i, tg := range targets {
+			topics[i] = fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+		}
+		var prod []benchRun // paired: the produce passes' sums
+		if paired {
+			// ABBA pass by pass, as the consume passes below: a pass
+			// lasts a fraction of a second.
+			prod = make([]benchRun, len(targets))
+			for p := 0; p < 2*cfg.producePassCount(); p++ {
+				i := role(run, (p/2+run+p%2)%2)
+				if p < 2 {
+					l, err := loopbackLimit(256 << 20)
+					if err != nil {
+						return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+					}
+					lims[i] = l
+				}
+				cpu := processCPU()
+				d, err := benchProduce(cfg, targets[i].tgt, topics[i], bar)
+				if err != nil {
+					return nil, boot, failErr(fmt.Errorf("produce: %w", err))
+				}
+				prod[i].produce += d
+				prod[i].produceCPU += processCPU() - cpu
+			}
+		}
 		for k := range targets {
 			i := role(run, (k+run)%len(targets))
 			tg := targets[i]
-			l, err := loopbackLimit(256 << 20)
-			if err != nil {
-				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+			if !paired {
+				l, err := loopbackLimit(256 << 20)
+				if err != nil {
+					return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+				}
+				lims[i] = l
 			}
-			lims[i] = l
-			topics[i] = fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+			var err error
 			if runs[i], err = benchBrokerRun(rcfg, tg.tgt, topics[i], run, bar); err != nil {
 				return nil, boot, err
+			}
+			if paired {
+				runs[i].produce, runs[i].produceCPU = prod[i].produce, prod[i].produceCPU
 			}
 		}
 		if paired {
@@ -611,7 +659,7 @@ type benchAcc struct {
 func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
 	rate := float64(cfg.records) / tf.produce.Seconds()
 	rc, ru := float64(cfg.records)/tf.readCommitted.Seconds(), float64(cfg.records)/tf.readUncommitted.Seconds()
-	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.records)/r.produce.Seconds()))
+	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.produced())/r.produce.Seconds()))
 	a.rcR, a.ruR, a.rcVs = append(a.rcR, rc), append(a.ruR, ru), append(a.rcVs, rc/ru)
 	a.txnCPU, a.txnReqs = append(a.txnCPU, tf.produceCPU.Seconds()), append(a.txnReqs, tf.requests)
 	a.rcCPU, a.ruCPU = append(a.rcCPU, tf.readCommittedCPU.Seconds()), append(a.ruCPU, tf.readUncommittedCPU.Seconds())
@@ -620,8 +668,8 @@ func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
 func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.lim = append(a.lim, limit)
 	a.prodS = append(a.prodS, r.produce.Seconds())
-	a.prodR = append(a.prodR, float64(cfg.records)/r.produce.Seconds())
-	a.prodMB = append(a.prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
+	a.prodR = append(a.prodR, float64(cfg.produced())/r.produce.Seconds())
+	a.prodMB = append(a.prodMB, mbps(cfg.produced()*int64(cfg.recordSize), r.produce.Seconds()))
 	a.consS = append(a.consS, r.consume.Seconds())
 	a.consR = append(a.consR, float64(cfg.consumed())/r.consume.Seconds())
 	a.consMB = append(a.consMB, mbps(cfg.consumed()*int64(cfg.recordSize), r.consume.Seconds()))
@@ -708,6 +756,9 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		res.Records, res.RecordSize, where, res.Runs, res.LoadAvg1, res.LoadAvg1End)
 	if res.ConsumePasses > 1 {
 		fmt.Fprintf(w, "  each run's consume phase reads the records %d times\n", res.ConsumePasses)
+	}
+	if res.ProducePasses > 1 {
+		fmt.Fprintf(w, "  each run's produce phase produces the records %d times (to the same topic; the consume reads the first)\n", res.ProducePasses)
 	}
 	if res.SegmentBytes > 0 || res.RetentionBytes > 0 {
 		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)

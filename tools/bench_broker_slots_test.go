@@ -39,7 +39,7 @@ func TestBenchBrokerMetricsSlots(t *testing.T) {
 	}
 	defer func() { benchSlotStarted = nil }()
 	const records = 2000
-	out, errOut, code := run(t, "bench", "broker", "--records", "2000", "--runs", "4", "--consume-passes", "2", "--latency-seconds", "0", "--validation", "full", "--metrics", "both", "--json")
+	out, errOut, code := run(t, "bench", "broker", "--records", "2000", "--runs", "4", "--produce-passes", "2", "--consume-passes", "2", "--latency-seconds", "0", "--validation", "full", "--metrics", "both", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -62,10 +62,11 @@ func TestBenchBrokerMetricsSlots(t *testing.T) {
 		if !w.on {
 			continue
 		}
-		// The on broker counted the produces of its two runs (the
-		// warm-up record and the measured ones) and nothing else.
-		if got := s.srv.Metrics().Totals().MessagesIn; got != 2*(records+1) {
-			t.Errorf("start %d (slot %d, metrics on): %d messages in, want %d", i, s.slot, got, 2*(records+1))
+		// The on broker counted the produces of its two runs, two
+		// passes each (the warm-up record and the measured ones), and
+		// nothing else.
+		if got := s.srv.Metrics().Totals().MessagesIn; got != 2*2*(records+1) {
+			t.Errorf("start %d (slot %d, metrics on): %d messages in, want %d", i, s.slot, got, 2*2*(records+1))
 		}
 	}
 	// At the swap, each slot's directory holds runs 0 and 1 of the role
@@ -86,6 +87,9 @@ func TestBenchBrokerMetricsSlots(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	if res.ProducePasses != 2 || res.ConsumePasses != 2 {
+		t.Errorf("produce_passes %d, consume_passes %d, want 2 and 2", res.ProducePasses, res.ConsumePasses)
+	}
 	if len(res.MetricsOnVsOff) != 1 || len(res.Modes) != 2 {
 		t.Fatalf("metrics_on_vs_off %+v, modes %d", res.MetricsOnVsOff, len(res.Modes))
 	}
@@ -94,8 +98,13 @@ func TestBenchBrokerMetricsSlots(t *testing.T) {
 		t.Errorf("on_slot_runs %v, on_first_runs %v", o.OnSlotRuns, o.OnFirstRuns)
 	}
 	for _, m := range res.Modes {
-		if len(m.ConsumeSecondsRuns) != 4 {
-			t.Fatalf("metrics %s: consume runs %v", m.Metrics, m.ConsumeSecondsRuns)
+		if len(m.ConsumeSecondsRuns) != 4 || len(m.ProduceSecondsRuns) != 4 {
+			t.Fatalf("metrics %s: produce runs %v, consume runs %v", m.Metrics, m.ProduceSecondsRuns, m.ConsumeSecondsRuns)
+		}
+		for i, sec := range m.ProduceSecondsRuns {
+			if got := m.ProduceRecordsPerSecs[i] * sec; math.Abs(got-2*records) > 1 {
+				t.Errorf("metrics %s run %d: %v records produced, want 2 passes of %d", m.Metrics, i, got, records)
+			}
 		}
 		for i, sec := range m.ConsumeSecondsRuns {
 			if got := m.ConsumeRecordsPerSecs[i] * sec; math.Abs(got-2*records) > 1 {
