@@ -553,7 +553,7 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 		if paired && run%2 == 0 { // the roles are (re)assigned: restart both
 			for s, sl := range slots {
 				r := slotRole(run, s)
-				if err := sl.start(c, cfg, s, mode, targets[r].metrics == "on", sec); err != nil {
+				if err := sl.start(c, cfg, mode, targets[r].metrics == "on", sec); err != nil {
 					return nil, boot, failErr(err)
 				}
 				targets[r].tgt = sl.tgt
@@ -632,6 +632,16 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 					return nil, boot, err
 				}
 				tg.acc.addTxn(cfg, r, r.txn)
+			}
+		}
+		if paired {
+			for s, sl := range slots {
+				if benchSlotSeen != nil {
+					benchSlotSeen(run, s, sl.dir, sl.srv)
+				}
+				if err := sl.deleteRunTopics(topics[slotRole(run, s)]); err != nil {
+					return nil, boot, failErr(err)
+				}
 			}
 		}
 	}

@@ -1,8 +1,15 @@
 package tools
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/stratalog/strata/server"
@@ -19,7 +26,11 @@ import (
 //	run 2: slot 0 off, slot 1 on;  produce slot 0 then slot 1 (off first)
 //	run 3: slot 0 off, slot 1 on;  produce slot 1 then slot 0 (on first)
 //
-// and again from run 4. Over four runs each role runs twice in each slot
+// and again from run 4. At the end of each run the run's topics are
+// deleted on both brokers (file.delete.delay.ms=0: their files at once),
+// so the next run writes into page cache the last one freed instead of
+// into fresh memory, which this kind of VM faults in slowly and unevenly
+// (the log would otherwise grow by ~1.8 GB a run with the default passes). Over four runs each role runs twice in each slot
 // and goes first twice, so what belongs to an instance (its directory and
 // the page cache of its files, its goroutines, port and connections, which
 // broker was started or warmed first) falls on on and off alike instead of
@@ -44,9 +55,33 @@ type benchSlot struct {
 	tgt benchTarget
 }
 
-// benchSlotStarted, when set (tests), is told of every broker a slot
-// starts: its slot, directory and server.
-var benchSlotStarted func(slot int, dir string, srv *server.Server)
+// benchSlotSeen, when set (tests), is told of each slot at the end of
+// each run, before the run's topics are deleted: the run, the slot, its
+// directory and its broker.
+var benchSlotSeen func(run, slot int, dir string, srv *server.Server)
+
+// deleteRunTopics deletes the run's topics (the plain one and those of the
+// idempotent, transactions and latency phases that exist) from the slot's
+// broker.
+func (s *benchSlot) deleteRunTopics(topic string) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.tgt.seeds...)}, s.tgt.conn...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).DeleteTopics(ctx, topic, topic+"-idempotent", topic+"-txn", topic+"-latency")
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("deleting %s: %w", r.Topic, r.Err)
+		}
+	}
+	return nil
+}
 
 // newBenchSlots makes the two slots' data directories.
 func newBenchSlots() ([2]*benchSlot, func(), error) {
@@ -74,32 +109,31 @@ func newBenchSlots() ([2]*benchSlot, func(), error) {
 }
 
 // start (re)starts the slot's broker with metrics on or off.
-func (s *benchSlot) start(c *cli.Context, cfg benchBrokerConfig, slot int, mode string, metrics bool, sec *benchSecurity) error {
+func (s *benchSlot) start(c *cli.Context, cfg benchBrokerConfig, mode string, metrics bool, sec *benchSecurity) error {
 	if s.srv != nil {
 		s.srv.Close()
 		s.srv = nil
 	}
-	srv, tgt, err := startBenchTarget(c, cfg, s.dir, mode, metrics, sec)
+	srv, tgt, err := startBenchTarget(c, cfg, s.dir, mode, metrics, sec, "file.delete.delay.ms=0")
 	if err != nil {
 		return err
 	}
 	s.srv, s.tgt = srv, tgt
-	if benchSlotStarted != nil {
-		benchSlotStarted(slot, s.dir, srv)
-	}
 	return nil
 }
 
 // startBenchTarget starts an in-process broker on dir and returns it with
 // the driver's target: its PLAINTEXT listener, or with sec its secure
 // listener and the client's TLS and SASL options.
-func startBenchTarget(c *cli.Context, cfg benchBrokerConfig, dir, mode string, metrics bool, sec *benchSecurity) (*server.Server, benchTarget, error) {
-	var extra []string
+func startBenchTarget(c *cli.Context, cfg benchBrokerConfig, dir, mode string, metrics bool, sec *benchSecurity, overrides ...string) (*server.Server, benchTarget, error) {
+	extra := overrides
 	if sec != nil {
 		var err error
-		if extra, err = sec.overrides(dir); err != nil {
+		ov, err := sec.overrides(dir)
+		if err != nil {
 			return nil, benchTarget{}, err
 		}
+		extra = append(extra, ov...)
 	}
 	srv, err := startBenchServer(dir, mode, metrics, c.App.ErrWriter, cfg.retentionBytes > 0, extra...)
 	if err != nil {

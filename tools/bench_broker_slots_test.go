@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -17,68 +18,68 @@ import (
 // metrics on and off each run twice in each slot and produce first twice;
 // the JSON says the layout and compares the runs by slot and by order too.
 func TestBenchBrokerMetricsSlots(t *testing.T) {
-	type start struct {
-		slot   int
-		dir    string
-		srv    *server.Server
-		topics []string // the directory's partition dirs when the broker started
+	const records, passes = 2000, 2
+	type seen struct {
+		dir   string
+		srv   *server.Server
+		parts []string // the directory's bench partitions at the run's end
+		in    uint64   // metrics on: messages in to the run's topic
 	}
-	var starts []start
-	benchSlotStarted = func(slot int, dir string, srv *server.Server) {
+	var ends [][2]seen // by run, by slot
+	benchSlotSeen = func(run, slot int, dir string, srv *server.Server) {
+		if slot == 0 {
+			ends = append(ends, [2]seen{})
+		}
+		e := seen{dir: dir, srv: srv}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			t.Errorf("slot %d: %v", slot, err)
+			t.Errorf("run %d slot %d: %v", run, slot, err)
 		}
-		var topics []string
-		for _, e := range ents {
-			if e.IsDir() && strings.HasPrefix(e.Name(), "strata-bench-") {
-				topics = append(topics, e.Name())
+		for _, d := range ents {
+			if d.IsDir() && strings.HasPrefix(d.Name(), "strata-bench-") && !strings.HasSuffix(d.Name(), "-delete") {
+				e.parts = append(e.parts, d.Name())
 			}
 		}
-		starts = append(starts, start{slot, dir, srv, topics})
+		if m := srv.Metrics(); m != nil && len(e.parts) == 1 {
+			e.in = m.Topic(strings.TrimSuffix(e.parts[0], "-0")).MessagesIn.Load()
+		}
+		ends[run][slot] = e
 	}
-	defer func() { benchSlotStarted = nil }()
-	const records = 2000
+	defer func() { benchSlotSeen = nil }()
 	out, errOut, code := run(t, "bench", "broker", "--records", "2000", "--runs", "4", "--produce-passes", "2", "--consume-passes", "2", "--latency-seconds", "0", "--validation", "full", "--metrics", "both", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	// Run 0: slot 0 on, slot 1 off; run 2: restarted the other way round.
-	want := []struct {
-		slot int
-		on   bool
-	}{{0, true}, {1, false}, {0, false}, {1, true}}
-	if len(starts) != len(want) {
-		t.Fatalf("%d brokers started, want %d", len(starts), len(want))
+	if len(ends) != 4 {
+		t.Fatalf("%d runs seen, want 4", len(ends))
 	}
-	for i, w := range want {
-		s := starts[i]
-		if s.slot != w.slot || (s.srv.Metrics() != nil) != w.on {
-			t.Errorf("start %d: slot %d metrics %v, want slot %d metrics %v", i, s.slot, s.srv.Metrics() != nil, w.slot, w.on)
-		}
-		if s.dir != starts[w.slot].dir {
-			t.Errorf("start %d: slot %d restarted on %s, not its directory %s", i, s.slot, s.dir, starts[w.slot].dir)
-		}
-		if !w.on {
-			continue
-		}
-		// The on broker counted the produces of its two runs, two
-		// passes each (the warm-up record and the measured ones), and
-		// nothing else.
-		if got := s.srv.Metrics().Totals().MessagesIn; got != 2*2*(records+1) {
-			t.Errorf("start %d (slot %d, metrics on): %d messages in, want %d", i, s.slot, got, 2*2*(records+1))
-		}
-	}
-	// At the swap, each slot's directory holds runs 0 and 1 of the role
-	// it had: slot 0 the on topics, slot 1 the off ones.
-	for i, role := range map[int]string{2: "fullon-", 3: "fulloff-"} {
-		if n := len(starts[i].topics); n != 2 {
-			t.Errorf("slot %d at the swap: partitions %v, want runs 0 and 1", starts[i].slot, starts[i].topics)
-			continue
-		}
-		for _, name := range starts[i].topics {
-			if !strings.Contains(name, role) {
-				t.Errorf("slot %d at the swap: partition %s, want only %s topics", starts[i].slot, name, role)
+	for run, e := range ends {
+		on := (run / 2) % 2 // the on broker's slot: 0 in runs 0 and 1, 1 in runs 2 and 3
+		for slot := range e {
+			s, role := e[slot], "fulloff-"
+			if slot == on {
+				role = "fullon-"
+			}
+			if (s.srv.Metrics() != nil) != (slot == on) {
+				t.Errorf("run %d slot %d: metrics %v, want %v", run, slot, s.srv.Metrics() != nil, slot == on)
+			}
+			// Each run's topics are deleted at its end: the slot holds
+			// only this run's topic, of its role in this run.
+			if len(s.parts) != 1 || !strings.Contains(s.parts[0], role) || !strings.HasSuffix(s.parts[0], fmt.Sprintf("-%d-0", run)) {
+				t.Errorf("run %d slot %d: partitions %v, want the run's %s topic alone", run, slot, s.parts, role)
+			}
+			if slot == on && s.in != passes*(records+1) {
+				t.Errorf("run %d slot %d (metrics on): %d messages in, want %d (2 passes of the warm-up record and the records)", run, slot, s.in, passes*(records+1))
+			}
+			if s.dir != ends[0][slot].dir {
+				t.Errorf("run %d slot %d: directory %s, not the slot's %s", run, slot, s.dir, ends[0][slot].dir)
+			}
+			// Restarted (roles swapped) at run 2 only.
+			if sameBroker := s.srv == ends[run&^1][slot].srv; !sameBroker {
+				t.Errorf("run %d slot %d: not the broker of run %d", run, slot, run&^1)
+			}
+			if run >= 2 && s.srv == ends[0][slot].srv {
+				t.Errorf("run %d slot %d: not restarted at the swap", run, slot)
 			}
 		}
 	}
