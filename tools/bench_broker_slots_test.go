@@ -16,7 +16,8 @@ import (
 // two slots (data directories) and swap roles after two runs, each
 // restarted on its directory with metrics flipped, so that over four runs
 // metrics on and off each run twice in each slot and produce first twice;
-// the JSON says the layout and compares the runs by slot and by order too.
+// each run's topics are deleted at its end; the JSON says the layout and
+// compares the runs by slot and by order too.
 func TestBenchBrokerMetricsSlots(t *testing.T) {
 	const records, passes = 2000, 2
 	type seen struct {
