@@ -189,29 +189,7 @@ func (a *Admin) ChangeTopicConfig(name string, configs map[string]string) error 
 	if !ok {
 		return fmt.Errorf("%w: topic %q does not exist", ErrUnknownTopic, name)
 	}
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	for attempt := 0; ; attempt++ {
-		op, err := a.setOrCreateOp(TopicConfigPath(name), EncodeEntityConfig(configs))
-		if err != nil {
-			return err
-		}
-		if op.Kind == OpSet {
-			_, err = a.zk.Set(op.Path, op.Data, op.Version)
-		} else {
-			_, err = a.zk.Create(op.Path, op.Data, Persistent)
-		}
-		if (errors.Is(err, ErrBadVersion) || errors.Is(err, ErrNodeExists) || errors.Is(err, ErrNoNode)) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		break
-	}
-	_, err = a.zk.Create(ConfigChangeCreatePath(), EncodeConfigChange(ConfigTypeTopic+"/"+name), PersistentSequential)
-	return err
+	return a.ChangeEntityConfig(ConfigTypeTopic, name, configs)
 }
 
 // TopicConfig reads a topic's overrides (empty when it has none).

@@ -262,6 +262,7 @@ func FuzzBrokerFrame(f *testing.F) {
 	catcher := &panicCatcher{}
 	ov := []string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
+		"strata.metrics.listener=127.0.0.1:0",
 		"log.dirs=" + f.TempDir(),
 		"auto.create.topics.enable=false",
 		"num.partitions=2",

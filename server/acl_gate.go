@@ -36,7 +36,7 @@ import (
 //	controller and replica requests  ClusterAction cluster
 //	ElectLeaders, CreateAcls, DeleteAcls, AlterUserScramCredentials,
 //	AlterReplicaLogDirs     Alter cluster
-//	DescribeCluster, DescribeAcls, DescribeUserScramCredentials      Describe cluster
+//	DescribeCluster, DescribeAcls, DescribeUserScramCredentials, DescribeLogDirs  Describe cluster
 //	DescribeClientQuotas DescribeConfigs cluster; AlterClientQuotas AlterConfigs cluster
 //
 // A refused resource gets Kafka's error (TOPIC_, GROUP_,
@@ -369,7 +369,8 @@ func (c *conn) authorize(req kmsg.Request) (*gate, error) {
 			return nil, nil
 		}
 		return &gate{deny: denyAlterReplicaLogDirs(r)}, nil
-	case *kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
+	case *kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
+		*kmsg.DescribeLogDirsRequest:
 		return c.clusterGate(req, sec.OpDescribe), nil
 
 	case *kmsg.CreateACLsRequest:

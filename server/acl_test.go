@@ -288,6 +288,25 @@ func TestACLUnprivilegedEveryAPI(t *testing.T) {
 		check("AlterUserScramCredentials", resp.Results[0].ErrorCode, clusterErr)
 	}
 	{
+		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		d := kmsg.NewAlterReplicaLogDirsRequestDir()
+		d.Dir = s.cfg.LogDirs[0]
+		d.Topics = append(d.Topics, kmsg.AlterReplicaLogDirsRequestDirTopic{Topic: "t", Partitions: []int32{0}})
+		r.Dirs = append(r.Dirs, d)
+		resp := do(t, bobB, r).(*kmsg.AlterReplicaLogDirsResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("AlterReplicaLogDirs answer: %+v", resp)
+		}
+		check("AlterReplicaLogDirs", resp.Topics[0].Partitions[0].ErrorCode, clusterErr)
+	}
+	{
+		resp := do(t, bobB, kmsg.NewPtrDescribeLogDirsRequest()).(*kmsg.DescribeLogDirsResponse)
+		check("DescribeLogDirs", resp.ErrorCode, clusterErr)
+		if len(resp.Dirs) != 0 {
+			t.Errorf("bob's DescribeLogDirs lists %d dirs", len(resp.Dirs))
+		}
+	}
+	{
 		resp := do(t, bobB, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
 		if len(resp.Topics) != 0 {
 			t.Errorf("bob's Metadata lists %d topics", len(resp.Topics))
@@ -313,5 +332,40 @@ func TestACLUnprivilegedEveryAPI(t *testing.T) {
 	}
 	if cfg, _ := s.sec.scram.userConfig("bob"); len(cfg) != 0 {
 		t.Fatal("bob stored a credential")
+	}
+}
+
+// TestACLLogDirs: DescribeLogDirs needs Describe on the cluster and
+// AlterReplicaLogDirs Alter on it, as in Kafka; Describe alone does not
+// let bob move a replica.
+func TestACLLogDirs(t *testing.T) {
+	s := startACL(t, t.TempDir())
+	admin := userClient(t, s, "admin")
+	if err := admin.ProduceSync(testCtx(t), &kgo.Record{Topic: "t", Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if c := createACL(t, admin, kmsg.ACLResourceTypeCluster, "kafka-cluster", lit, "User:bob", kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow); c != 0 {
+		t.Fatal(c)
+	}
+	b := userClient(t, s, "bob").Broker(int(s.NodeID()))
+	d := do(t, b, kmsg.NewPtrDescribeLogDirsRequest()).(*kmsg.DescribeLogDirsResponse)
+	if d.ErrorCode != 0 || len(d.Dirs) != 1 || d.Dirs[0].Dir != s.cfg.LogDirs[0] {
+		t.Fatalf("bob's DescribeLogDirs with Describe on the cluster: %+v", d)
+	}
+	alter := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	alter.Dirs = append(alter.Dirs, kmsg.AlterReplicaLogDirsRequestDir{Dir: s.cfg.LogDirs[0],
+		Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "t", Partitions: []int32{0}}}})
+	a := do(t, b, alter).(*kmsg.AlterReplicaLogDirsResponse)
+	if len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 1 || a.Topics[0].Partitions[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("bob's AlterReplicaLogDirs with Describe only: %+v", a)
+	}
+	if c := createACL(t, admin, kmsg.ACLResourceTypeCluster, "kafka-cluster", lit, "User:bob", kmsg.ACLOperationAlter, kmsg.ACLPermissionTypeAllow); c != 0 {
+		t.Fatal(c)
+	}
+	// With Alter the request is served: the replica already lives in the
+	// one log dir, which Kafka answers with NONE.
+	a = do(t, b, alter).(*kmsg.AlterReplicaLogDirsResponse)
+	if len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 1 || a.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("bob's AlterReplicaLogDirs with Alter: %+v", a)
 	}
 }

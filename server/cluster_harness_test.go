@@ -49,7 +49,7 @@ func tryClusterBroker(connect string, id int32, dir string, extra ...string) (*S
 func tryClusterBrokerWith(connect string, id int32, dir string, opts *Options, extra ...string) (*Server, error) {
 	ov := append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir, "zookeeper.connect=" + connect,
 		"broker.id=" + strconv.Itoa(int(id)), "zookeeper.session.timeout.ms=4000", "zookeeper.connection.timeout.ms=10000",
-		"controlled.shutdown.enable=false", "group.initial.rebalance.delay.ms=0"}, extra...)
+		"controlled.shutdown.enable=false", "group.initial.rebalance.delay.ms=0", "strata.metrics.listener=127.0.0.1:0"}, extra...)
 	cfg, err := LoadConfig("", ov, nil)
 	if err != nil {
 		return nil, err

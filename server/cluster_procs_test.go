@@ -79,7 +79,7 @@ func newProcBroker(t testing.TB, connect string, id int32, extra ...string) *pro
 	t.Helper()
 	dir := t.TempDir()
 	b := &procBroker{t: t, id: id, dir: filepath.Join(dir, "data"), addr: freeAddr(t), log: filepath.Join(dir, "broker.log")}
-	b.ov = append([]string{"listeners=PLAINTEXT://" + b.addr, "log.dirs=" + b.dir, "zookeeper.connect=" + connect,
+	b.ov = append([]string{"listeners=PLAINTEXT://" + b.addr, "log.dirs=" + b.dir, "strata.metrics.listener=127.0.0.1:0", "zookeeper.connect=" + connect,
 		"broker.id=" + strconv.Itoa(int(id)), "zookeeper.session.timeout.ms=4000", "zookeeper.connection.timeout.ms=20000",
 		"replica.lag.time.max.ms=4000", "replica.fetch.wait.max.ms=200", "controlled.shutdown.retry.backoff.ms=200",
 		"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=5"}, extra...)

@@ -26,7 +26,8 @@ func testLogger() *slog.Logger {
 // dir; extra are key=value overrides.
 func startServer(t testing.TB, dir string, extra ...string) *Server {
 	t.Helper()
-	ov := append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir}, extra...)
+	// metrics on an ephemeral port: tests never share one broker's /metrics
+	ov := append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir, "strata.metrics.listener=127.0.0.1:0"}, extra...)
 	cfg, err := LoadConfig("", ov, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -331,32 +331,14 @@ func (cfg *benchClusterConfig) failover(cl *benchCluster, topic string, r *clust
 	limit := time.Duration(cfg.sessionTimeoutMs)*time.Millisecond + time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 2*limit)
 	defer cancel()
-	replicas, err := cfg.placement(ctx, cl)
+	ld, err := cfg.startLedLoad(ctx, cl, topic, 2*limit.Seconds())
 	if err != nil {
 		return err
 	}
-	tgt := cfg.faultTarget(cl)
-	if err := createFaultTopic(ctx, tgt, topic, replicas); err != nil {
-		return err
-	}
-	leader := cl.broker(replicas[0])
-	stop := make(chan struct{})
-	l, flushed, err := pacedProducer(ctx, tgt, topic, cfg.failoverRate, cfg.drive.recordSize, 2*limit.Seconds(), stop)
-	if err != nil {
-		return err
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(stop)
-			<-flushed
-		}
-	}()
-	if err := l.steady(ctx, cfg.failoverRate/2); err != nil {
-		return err
-	}
+	defer ld.abort()
+	l := ld.l
 	killAt := time.Since(l.base)
-	leader.kill()
+	ld.leader.kill()
 	dead := time.Since(l.base)
 	var resumed time.Duration
 	err = waitUntil(ctx, "writes acknowledged after the leader's SIGKILL", func() bool {
@@ -367,22 +349,7 @@ func (cfg *benchClusterConfig) failover(cl *benchCluster, topic string, r *clust
 		return err
 	}
 	r.failover = resumed - killAt
-	if err := l.steady(ctx, l.acked()+cfg.failoverRate/4); err != nil {
-		return err
-	}
-	close(stop)
-	stopped = true
-	if err := <-flushed; err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	r.failed += l.failed.Load()
-	if e := l.lastErr.Load(); e != nil {
-		return fmt.Errorf("%d records failed: %w", l.failed.Load(), *e)
-	}
-	if err := leader.start(); err != nil {
-		return err
-	}
-	return cl.waitInSync(ctx, topic, replicas...)
+	return ld.finish(ctx, cl, topic, cfg.failoverRate/4, r)
 }
 
 // controlledShutdown sends SIGTERM to the leader of a new topic under a
@@ -391,50 +358,87 @@ func (cfg *benchClusterConfig) failover(cl *benchCluster, topic string, r *clust
 func (cfg *benchClusterConfig) controlledShutdown(cl *benchCluster, topic string, r *clusterFaultRun) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	replicas, err := cfg.placement(ctx, cl)
+	ld, err := cfg.startLedLoad(ctx, cl, topic, 240)
 	if err != nil {
 		return err
 	}
-	tgt := cfg.faultTarget(cl)
-	if err := createFaultTopic(ctx, tgt, topic, replicas); err != nil {
-		return err
-	}
-	leader := cl.broker(replicas[0])
-	stop := make(chan struct{})
-	l, flushed, err := pacedProducer(ctx, tgt, topic, cfg.failoverRate, cfg.drive.recordSize, 240, stop)
-	if err != nil {
-		return err
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(stop)
-			<-flushed
-		}
-	}()
-	if err := l.steady(ctx, cfg.failoverRate/2); err != nil {
-		return err
-	}
+	defer ld.abort()
 	t0 := time.Now()
-	if err := leader.term(2 * time.Minute); err != nil {
+	if err := ld.leader.term(2 * time.Minute); err != nil {
 		return err
 	}
 	r.shutdown = time.Since(t0)
 	// Half a second of traffic after the exit, with the new leader.
-	if err := l.steady(ctx, l.acked()+cfg.failoverRate/2); err != nil {
+	if err := ld.finish(ctx, cl, topic, cfg.failoverRate/2, r); err != nil {
 		return err
 	}
-	close(stop)
-	stopped = true
-	if err := <-flushed; err != nil {
+	r.stall = ld.l.longestWait()
+	return nil
+}
+
+// ledLoad is a new topic's leader under a steady paced acks=all producer:
+// the set-up and the end the failover and controlled-shutdown phases share.
+type ledLoad struct {
+	replicas []int32
+	leader   *benchBroker
+	l        *ackLog
+	stop     chan struct{}
+	flushed  <-chan error
+	stopped  bool
+}
+
+// startLedLoad creates topic on cfg.placement's brokers and produces to
+// it at cfg.failoverRate for at most seconds, returning once half a
+// second of records is acknowledged.
+func (cfg *benchClusterConfig) startLedLoad(ctx context.Context, cl *benchCluster, topic string, seconds float64) (*ledLoad, error) {
+	replicas, err := cfg.placement(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	tgt := cfg.faultTarget(cl)
+	if err := createFaultTopic(ctx, tgt, topic, replicas); err != nil {
+		return nil, err
+	}
+	ld := &ledLoad{replicas: replicas, leader: cl.broker(replicas[0]), stop: make(chan struct{})}
+	ld.l, ld.flushed, err = pacedProducer(ctx, tgt, topic, cfg.failoverRate, cfg.drive.recordSize, seconds, ld.stop)
+	if err != nil {
+		return nil, err
+	}
+	if err := ld.l.steady(ctx, cfg.failoverRate/2); err != nil {
+		ld.abort()
+		return nil, err
+	}
+	return ld, nil
+}
+
+// abort stops the producer unless finish did.
+func (ld *ledLoad) abort() {
+	if !ld.stopped {
+		ld.stopped = true
+		close(ld.stop)
+		<-ld.flushed
+	}
+}
+
+// finish waits for more acknowledgements, stops and flushes the producer
+// (counting its failed records into r; any failure is an error), restarts
+// the leader and waits until every replica is back in the ISR.
+func (ld *ledLoad) finish(ctx context.Context, cl *benchCluster, topic string, more int, r *clusterFaultRun) error {
+	l := ld.l
+	if err := l.steady(ctx, l.acked()+more); err != nil {
+		return err
+	}
+	ld.stopped = true
+	close(ld.stop)
+	if err := <-ld.flushed; err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
+	r.failed += l.failed.Load()
 	if e := l.lastErr.Load(); e != nil {
 		return fmt.Errorf("%d records failed: %w", l.failed.Load(), *e)
 	}
-	r.stall = l.longestWait()
-	if err := leader.start(); err != nil {
+	if err := ld.leader.start(); err != nil {
 		return err
 	}
-	return cl.waitInSync(ctx, topic, replicas...)
+	return cl.waitInSync(ctx, topic, ld.replicas...)
 }

@@ -57,7 +57,7 @@ func newBenchBroker(dir string, id int32, ov []string, opts benchBrokerOpts) (*b
 	addr := ln.Addr().String()
 	ln.Close()
 	b := &benchBroker{id: id, addr: addr, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "broker.log"), opts: opts}
-	b.ov = append([]string{"listeners=PLAINTEXT://" + addr, "log.dirs=" + b.dataDir}, ov...)
+	b.ov = append([]string{"listeners=PLAINTEXT://" + addr, "log.dirs=" + b.dataDir, "strata.metrics.listener=127.0.0.1:0"}, ov...)
 	return b, nil
 }
 

@@ -12,7 +12,7 @@ import (
 // dataDir and the given config overrides; it is closed when the test ends.
 func startBroker(t *testing.T, dataDir string, overrides ...string) *server.Server {
 	t.Helper()
-	cfg, err := server.LoadConfig("", append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dataDir}, overrides...), nil)
+	cfg, err := server.LoadConfig("", append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "strata.metrics.listener=127.0.0.1:0", "log.dirs=" + dataDir}, overrides...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (s *syncBuffer) String() string {
 func TestBrokerStartKeepsSegmentsAfterTornMiddle(t *testing.T) {
 	root := t.TempDir()
 	start := func(logs *syncBuffer) *server.Server {
-		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + root, "log.segment.bytes=4096"}, nil)
+		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "strata.metrics.listener=127.0.0.1:0", "log.dirs=" + root, "log.segment.bytes=4096"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

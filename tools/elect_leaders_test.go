@@ -49,7 +49,7 @@ func TestElectLeadersAfterRestart(t *testing.T) {
 	zk := zktest.Start(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	start := func(id int) *server.Server {
-		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dirs[id-1],
+		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "strata.metrics.listener=127.0.0.1:0", "log.dirs=" + dirs[id-1],
 			"zookeeper.connect=" + zk.Addr() + "/elect-test", fmt.Sprintf("broker.id=%d", id),
 			"zookeeper.session.timeout.ms=4000", "controlled.shutdown.enable=false", "auto.leader.rebalance.enable=false"}, nil)
 		if err != nil {

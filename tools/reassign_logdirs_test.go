@@ -37,7 +37,7 @@ func TestReassignLogDirsAgainstCluster(t *testing.T) {
 		base := t.TempDir()
 		d := [2]string{filepath.Join(base, "a"), filepath.Join(base, "b")}
 		dirs[id] = d
-		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + d[0] + "," + d[1],
+		cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "strata.metrics.listener=127.0.0.1:0", "log.dirs=" + d[0] + "," + d[1],
 			"zookeeper.connect=" + connect, fmt.Sprintf("broker.id=%d", id),
 			"zookeeper.session.timeout.ms=4000", "controlled.shutdown.enable=false"}, nil)
 		if err != nil {

@@ -344,3 +344,39 @@ func clusterErr(what string, err error) error {
 	}
 	return brokerErr(what, err)
 }
+
+// reportTopics ends a per-topic action (--alter, --delete) from the
+// cluster's answer per topic: row makes each topic's --json row from the
+// topic's error (nil: done; else the clusterErr of action+name), a topic
+// the answer does not name failing; the rows are written with --json, and
+// the problems end as firstProblem says (what: "topics were not ...").
+func (r *topicsRun) reportTopics(names []string, results map[string]error, action, what string, row func(name string, err error) any) error {
+	var problems []error
+	out := make([]any, 0, len(names))
+	for _, name := range names {
+		terr, ok := results[name]
+		if !ok {
+			terr = errors.New("the broker's answer does not name the topic")
+		}
+		var perr error
+		if terr != nil {
+			perr = clusterErr(action+name, terr)
+			problems = append(problems, perr)
+		}
+		out = append(out, row(name, perr))
+	}
+	if r.json {
+		if err := writeOut(r.w, out); err != nil {
+			return err
+		}
+	}
+	return firstProblem(r.errw, problems, len(names), what)
+}
+
+// errText is err's text, "" for nil (a --json row's omitted error).
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/urfave/cli/v2"
 )
@@ -88,25 +87,7 @@ func (r *topicsRun) alter(ctx context.Context, g growRequest) error {
 	if err != nil {
 		return clusterErr("add partitions", err)
 	}
-	var problems []error
-	out := make([]alteredTopicJSON, 0, len(names))
-	for _, name := range names {
-		terr, ok := results[name]
-		if !ok {
-			terr = fmt.Errorf("the broker's answer does not name the topic")
-		}
-		row := alteredTopicJSON{Topic: name, Partitions: g.partitions, Altered: terr == nil}
-		if terr != nil {
-			perr := clusterErr("add partitions to topic "+name, terr)
-			row.Error = perr.Error()
-			problems = append(problems, perr)
-		}
-		out = append(out, row)
-	}
-	if r.json {
-		if err := writeOut(r.w, out); err != nil {
-			return err
-		}
-	}
-	return firstProblem(r.errw, problems, len(names), "topics were not altered")
+	return r.reportTopics(names, results, "add partitions to topic ", "topics were not altered", func(name string, err error) any {
+		return alteredTopicJSON{Topic: name, Partitions: g.partitions, Altered: err == nil, Error: errText(err)}
+	})
 }

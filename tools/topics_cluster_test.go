@@ -36,7 +36,7 @@ func startClusterBrokersWith(t *testing.T, n int, extra ...string) ([]*server.Se
 	connect := zk.Addr() + "/topics-test"
 	var out []*server.Server
 	for id := 1; id <= n; id++ {
-		cfg, err := server.LoadConfig("", append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir(),
+		cfg, err := server.LoadConfig("", append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "strata.metrics.listener=127.0.0.1:0", "log.dirs=" + t.TempDir(),
 			"zookeeper.connect=" + connect, fmt.Sprintf("broker.id=%d", id),
 			"zookeeper.session.timeout.ms=4000", "controlled.shutdown.enable=false"}, extra...), nil)
 		if err != nil {

@@ -1,9 +1,6 @@
 package tools
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // deletedTopicJSON is one topic of --delete --json.
 type deletedTopicJSON struct {
@@ -28,25 +25,7 @@ func (r *topicsRun) deleteTopics(ctx context.Context) error {
 	if err != nil {
 		return clusterErr("delete topics", err)
 	}
-	var problems []error
-	out := make([]deletedTopicJSON, 0, len(names))
-	for _, name := range names {
-		terr, ok := results[name]
-		if !ok {
-			terr = errors.New("the broker's answer does not name the topic")
-		}
-		row := deletedTopicJSON{Topic: name, Deleted: terr == nil}
-		if terr != nil {
-			perr := clusterErr("delete topic "+name, terr)
-			row.Error = perr.Error()
-			problems = append(problems, perr)
-		}
-		out = append(out, row)
-	}
-	if r.json {
-		if err := writeOut(r.w, out); err != nil {
-			return err
-		}
-	}
-	return firstProblem(r.errw, problems, len(names), "topics were not deleted")
+	return r.reportTopics(names, results, "delete topic ", "topics were not deleted", func(name string, err error) any {
+		return deletedTopicJSON{Topic: name, Deleted: err == nil, Error: errText(err)}
+	})
 }

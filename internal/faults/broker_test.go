@@ -153,6 +153,7 @@ func (b *broker) overrides() []string {
 		"broker.id=" + strconv.Itoa(int(b.id)),
 		"log.dirs=" + b.dir,
 		"listeners=CLIENT://" + b.client + ",INTERNAL://" + b.internal,
+		"strata.metrics.listener=127.0.0.1:0",
 		"advertised.listeners=CLIENT://" + b.client + ",INTERNAL://" + b.ib.Addr(),
 		"listener.security.protocol.map=CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT",
 		"inter.broker.listener.name=INTERNAL",

@@ -19,7 +19,7 @@ import (
 
 func startBroker(t *testing.T) *server.Server {
 	t.Helper()
-	cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + t.TempDir()}, nil)
+	cfg, err := server.LoadConfig("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "strata.metrics.listener=127.0.0.1:0", "log.dirs=" + t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
