@@ -33,7 +33,9 @@ Each run creates a new one-partition topic (CreateTopics) and:
            in flight), timed from the first Produce call to Flush returning;
            W warm-up records (--warmup-records) are produced and acknowledged
            before the clock starts (the client's metadata load, produce
-           connection and first requests);
+           connection and first requests); --produce-passes times (default 1;
+           4 with --metrics both), each pass to the same topic with a fresh
+           client and its own warm-up records, timed together;
   consume  the N measured records (after the W) with a fresh client
            (--fetch-max-bytes, --fetch-partition-max-bytes), --consume-passes
            times (default 1; 4 with --metrics both), each pass with a fresh
@@ -65,6 +67,13 @@ during the run: --segment-bytes 1048576 rolls every ~9,000 records of 100 B),
 the latency topic also with retention.bytes=--retention-bytes (retention
 deletes during the latency phase; the in-process broker then checks retention
 every 500 ms).
+With --metrics both two in-process brokers, metrics on and off, are measured
+in every run, the produce passes and then the consume passes alternating
+between them pass by pass in ABBA order (the first alternating from run to
+run); the brokers run in two
+data directories and swap roles every two runs (restarted with the flag
+flipped), so each role runs in each directory and goes first equally often
+(exactly with --runs a multiple of 4).
 With --bootstrap-server the driver runs with GOGC=400 (its own garbage
 collections would otherwise be most of the latency tail).
 Beside them, limit_loopback_mb_per_sec: one plain TCP stream over 127.0.0.1 in the
@@ -89,8 +98,9 @@ Examples:
 			&cli.IntFlag{Name: "fetch-max-bytes", Value: 64 << 20, Usage: "consumer fetch.max.bytes"},
 			&cli.IntFlag{Name: "fetch-partition-max-bytes", Value: 8 << 20, Usage: "consumer max.partition.fetch.bytes"},
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
-			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them; prints the on/off ratio)"},
+			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them, their roles swapped every two runs; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.IntFlag{Name: "produce-passes", Usage: "times each run's produce phase produces the records to its topic, each pass with a new client after its warm-up records, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
 			&cli.IntFlag{Name: "consume-passes", Usage: "times each run's consume phase reads the produced records, each pass with a new client, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
 			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
@@ -130,7 +140,9 @@ type benchBrokerConfig struct {
 	transactions   int64    // records per transaction of the transactions phase, 0: none
 	metrics        []string // in-process brokers: "on", "off"
 	consumePasses  int      // --consume-passes: times the consume phase reads the records (0: 1)
+	producePasses  int      // --produce-passes: times the produce phase produces the records (0: 1)
 	noConsume      bool     // benchBrokerRun leaves the consume phase to its caller
+	noProduce      bool     // benchBrokerRun leaves the plain produce phase to its caller
 }
 
 // passes is the number of consume passes of a run.
@@ -138,6 +150,12 @@ func (c benchBrokerConfig) passes() int { return max(c.consumePasses, 1) }
 
 // consumed is the records one run's consume phase reads.
 func (c benchBrokerConfig) consumed() int64 { return c.records * int64(c.passes()) }
+
+// producePassCount is the number of produce passes of a run.
+func (c benchBrokerConfig) producePassCount() int { return max(c.producePasses, 1) }
+
+// produced is the records one run's (plain) produce phase produces, timed.
+func (c benchBrokerConfig) produced() int64 { return c.records * int64(c.producePassCount()) }
 
 // topicConfigs are the configs a bench topic is created with: retention.bytes
 // only for the latency topic, whose consumer reads at the tail (the consume
@@ -173,6 +191,7 @@ type BenchBrokerResult struct {
 	SegmentBytes           int64   `json:"segment_bytes,omitempty"`
 	RetentionBytes         int64   `json:"retention_bytes,omitempty"`
 	ConsumePasses          int     `json:"consume_passes"`
+	ProducePasses          int     `json:"produce_passes"`
 	LoadAvg1               float64 `json:"loadavg_1m"`
 	LoadAvg1End            float64 `json:"loadavg_1m_end"`
 	BenchBrokerFigures
@@ -183,12 +202,15 @@ type BenchBrokerResult struct {
 }
 
 // MetricsOverhead compares metrics on with metrics off. Each run produces
-// to both brokers back to back, in ABBA order from run to run (on off, off
-// on, ...), then reads the records from them pass by pass in ABBA order (a
-// pass is a fraction of a second), so that drift in the machine's load
-// falls on both alike; a run's ratio compares the two brokers' figures of
-// that run, and the figures are the median of the runs' ratios with their
-// spread.
+// the records to both brokers, then reads them from both, pass by pass in
+// ABBA order (a pass is a fraction of a second; the first broker
+// alternates from run to run), so that drift in the machine's load falls
+// on both alike;
+// the two brokers run in two slots and swap roles every two runs
+// (bench_broker_slots.go), so that what belongs to one broker instance
+// falls on both alike too. A run's ratio compares the two roles' figures
+// of that run, and the figures are the median of the runs' ratios with
+// their spread.
 type MetricsOverhead struct {
 	Validation string `json:"validation"`
 	// Produce and Consume: median over the runs of records/s with metrics
@@ -208,6 +230,18 @@ type MetricsOverhead struct {
 	ConsumeCPU     float64   `json:"consume_cpu"`
 	ProduceCPURuns []float64 `json:"produce_cpu_runs"`
 	ConsumeCPURuns []float64 `json:"consume_cpu_runs"`
+	// OnSlotRuns and OnFirstRuns: per run, the slot (0 or 1) of the
+	// metrics-on broker and whether its produce went first.
+	OnSlotRuns  []int  `json:"on_slot_runs"`
+	OnFirstRuns []bool `json:"on_first_runs"`
+	// The same runs compared by slot and by position instead of by role:
+	// median over the runs of slot 0's records/s divided by slot 1's, and
+	// of the first produce's divided by the second's. Far from 1, they are
+	// the instance or order bias the layout cancels (with --runs a
+	// multiple of 4 it cancels exactly).
+	ProduceSlot0VsSlot1  float64 `json:"produce_slot0_vs_slot1"`
+	ConsumeSlot0VsSlot1  float64 `json:"consume_slot0_vs_slot1"`
+	ProduceFirstVsSecond float64 `json:"produce_first_vs_second"`
 }
 
 // metricsOverhead pairs the runs of on (metrics on) and off.
@@ -234,6 +268,25 @@ func metricsOverhead(mode string, on, off *BenchBrokerFigures) MetricsOverhead {
 	o.Consume, o.ConsumeMin, o.ConsumeMax = spread(o.ConsumeRuns)
 	o.ProduceCPU, _, _ = spread(o.ProduceCPURuns)
 	o.ConsumeCPU, _, _ = spread(o.ConsumeCPURuns)
+	// by turns a run's on/off ratio r into slot 0 / slot 1 or first /
+	// second: r itself when on held slot 0 (went first), 1/r otherwise.
+	by := func(rs []float64, onIs func(run int) bool) float64 {
+		out := make([]float64, len(rs))
+		for i, r := range rs {
+			if out[i] = r; !onIs(i) {
+				out[i] = 1 / r
+			}
+		}
+		med, _, _ := spread(out)
+		return med
+	}
+	slot0 := func(run int) bool { return onSlot(run) == 0 }
+	first := func(run int) bool { return firstSlot(run) == onSlot(run) }
+	for run := range o.ProduceRuns {
+		o.OnSlotRuns, o.OnFirstRuns = append(o.OnSlotRuns, onSlot(run)), append(o.OnFirstRuns, first(run))
+	}
+	o.ProduceSlot0VsSlot1, o.ConsumeSlot0VsSlot1 = by(o.ProduceRuns, slot0), by(o.ConsumeRuns, slot0)
+	o.ProduceFirstVsSecond = by(o.ProduceRuns, first)
 	return o
 }
 
@@ -303,7 +356,7 @@ func runBenchBroker(c *cli.Context) error {
 		fetchMaxBytes: int32(c.Int("fetch-max-bytes")), fetchPartBytes: int32(c.Int("fetch-partition-max-bytes")),
 		runs: c.Int("runs"), topicPrefix: c.String("topic-prefix"),
 		segmentBytes: c.Int64("segment-bytes"), retentionBytes: c.Int64("retention-bytes"), idempotent: c.Bool("idempotent"),
-		transactions: c.Int64("transactions"), consumePasses: c.Int("consume-passes"),
+		transactions: c.Int64("transactions"), consumePasses: c.Int("consume-passes"), producePasses: c.Int("produce-passes"),
 	}
 	switch {
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
@@ -316,8 +369,8 @@ func runBenchBroker(c *cli.Context) error {
 		return usageErr("--fetch-max-bytes and --fetch-partition-max-bytes must be positive")
 	case c.Int("latency-linger-ms") < 0:
 		return usageErr("--latency-linger-ms must not be negative")
-	case cfg.consumePasses < 0:
-		return usageErr("--consume-passes must not be negative")
+	case cfg.consumePasses < 0 || cfg.producePasses < 0:
+		return usageErr("--consume-passes and --produce-passes must not be negative")
 	case cfg.transactions < 0:
 		return usageErr("--transactions must not be negative")
 	case cfg.segmentBytes < 0 || cfg.retentionBytes < 0:
@@ -344,6 +397,9 @@ func runBenchBroker(c *cli.Context) error {
 		cfg.metrics = []string{"on", "off"}
 		if cfg.consumePasses == 0 {
 			cfg.consumePasses = 4 // a 1M-record pass lasts ~0.25 s: too short to compare
+		}
+		if cfg.producePasses == 0 {
+			cfg.producePasses = 4 // a 1M-record produce lasts ~0.4 s: as short
 		}
 	default:
 		return usageErr("--metrics must be on, off or both, not %q", c.String("metrics"))
@@ -373,7 +429,7 @@ func runBenchBroker(c *cli.Context) error {
 		Runs: cfg.runs, Acks: 1, Compression: "none", FetchMaxBytes: cfg.fetchMaxBytes, FetchPartitionMaxBytes: cfg.fetchPartBytes,
 		LatencyRate: cfg.latencyRate, LatencySeconds: cfg.latencySeconds, LatencyLingerMs: cfg.latencyLinger.Milliseconds(),
 		SegmentBytes: cfg.segmentBytes, RetentionBytes: cfg.retentionBytes,
-		LoadAvg1: loadAvg1(), ConsumePasses: cfg.passes(),
+		LoadAvg1: loadAvg1(), ConsumePasses: cfg.passes(), ProducePasses: cfg.producePassCount(),
 	}
 	// With --metrics both, a run measures both brokers back to back, the
 	// first of the pair alternating (ABBA); see MetricsOverhead.
@@ -427,85 +483,138 @@ func benchValidationModes(v string, external bool) ([]string, error) {
 
 // benchBrokerMode runs --runs rounds against one broker (started here for
 // the in-process modes) and returns the medians and the bootstrap address.
-// With --metrics both it starts two in-process brokers, metrics on and
-// off, and alternates the runs between them (the first of each pair
-// alternating too), so drift in the machine's load falls on both alike.
+// With --metrics both it runs two in-process brokers, metrics on and off,
+// in two slots whose roles swap every two runs (bench_broker_slots.go),
+// and alternates the runs between them (the first of each pair
+// alternating too), so drift in the machine's load and what belongs to one
+// broker instance fall on both alike. The figures are per role (on, off).
 // With sec the clients connect through its secure listener.
 func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *benchSecurity) ([]BenchBrokerFigures, string, error) {
 	boot := cfg.bootstrap
 	type target struct {
 		metrics string
-		boot    string
 		tgt     benchTarget
 		acc     benchAcc
 	}
 	var targets []*target
 	protocol := "PLAINTEXT"
-	if boot == "" {
-		for _, m := range cfg.metrics {
-			dir, err := os.MkdirTemp("", "strata-bench-broker-")
-			if err != nil {
-				return nil, "", failErr(err)
-			}
-			defer os.RemoveAll(dir)
-			var extra []string
-			if sec != nil {
-				if extra, err = sec.overrides(dir); err != nil {
-					return nil, "", failErr(err)
-				}
-			}
-			srv, err := startBenchServer(dir, mode, m == "on", c.App.ErrWriter, cfg.retentionBytes > 0, extra...)
-			if err != nil {
-				return nil, "", failErr(err)
-			}
-			defer srv.Close()
-			tg := &target{metrics: m, boot: srv.Addr().String()}
-			tg.tgt = brokerTarget(tg.boot)
-			if sec != nil {
-				if err := sec.addUser(tg.boot); err != nil {
-					return nil, "", failErr(err)
-				}
-				protocol = sec.String()
-				tg.tgt.seeds, tg.tgt.conn = []string{srv.ListenerAddr(sec.protocol).String()}, sec.clientOpts()
-			}
-			targets = append(targets, tg)
-		}
-		boot = targets[0].boot
-	} else {
-		targets = []*target{{boot: boot, tgt: brokerTarget(boot)}}
+	if sec != nil {
+		protocol = sec.String()
 	}
-	phases := int64(1 + cfg.passes())
+	// With two brokers (--metrics both) they run in slots (restarted
+	// with their roles swapped every two runs) and the consume passes are
+	// not run inside each broker's run but after both, alternating pass by
+	// pass.
+	paired := boot == "" && len(cfg.metrics) == 2
+	var slots [2]*benchSlot
+	switch {
+	case paired:
+		var cleanup func()
+		var err error
+		if slots, cleanup, err = newBenchSlots(); err != nil {
+			return nil, "", failErr(err)
+		}
+		defer cleanup()
+		for _, m := range cfg.metrics {
+			targets = append(targets, &target{metrics: m})
+		}
+	case boot == "":
+		dir, err := os.MkdirTemp("", "strata-bench-broker-")
+		if err != nil {
+			return nil, "", failErr(err)
+		}
+		defer os.RemoveAll(dir)
+		srv, tgt, err := startBenchTarget(c, cfg, dir, mode, cfg.metrics[0] == "on", sec)
+		if err != nil {
+			return nil, "", failErr(err)
+		}
+		defer srv.Close()
+		boot = srv.Addr().String()
+		targets = []*target{{metrics: cfg.metrics[0], tgt: tgt}}
+	default:
+		targets = []*target{{tgt: brokerTarget(boot)}}
+	}
+	phases := int64(cfg.producePassCount() + cfg.passes())
 	if cfg.idempotent {
 		phases++
 	}
 	bar := newProgress(c.App.ErrWriter, phases*cfg.records*int64(cfg.runs)*int64(len(targets)), "bench broker ("+mode+")")
-	// With two brokers (--metrics both) the consume passes are not run
-	// inside each broker's run but after both, alternating pass by pass.
-	paired := len(targets) == 2
 	rcfg := cfg
-	rcfg.noConsume = paired
+	rcfg.noConsume, rcfg.noProduce = paired, paired
+	// role is the target (index into targets) a slot's broker serves in
+	// run; without slots, the k-th broker of the run.
+	role := func(run, k int) int {
+		if paired {
+			return slotRole(run, k)
+		}
+		return k
+	}
 	for run := 0; run < cfg.runs; run++ {
+		if paired && run%2 == 0 { // the roles are (re)assigned: restart both
+			for s, sl := range slots {
+				r := slotRole(run, s)
+				if err := sl.start(c, cfg, mode, targets[r].metrics == "on", sec); err != nil {
+					return nil, boot, failErr(err)
+				}
+				targets[r].tgt = sl.tgt
+			}
+			if run == 0 {
+				boot = slots[onSlot(0)].srv.Addr().String()
+			}
+		}
 		runs := make([]benchRun, len(targets))
 		lims := make([]float64, len(targets))
 		topics := make([]string, len(targets))
-		for k := range targets {
-			i := (k + run) % len(targets)
-			tg := targets[i]
-			l, err := loopbackLimit(256 << 20)
-			if err != nil {
-				return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
-			}
-			lims[i] = l
+		for i, tg := range targets {
 			topics[i] = fmt.Sprintf("%s-%s%s-%d-%d", cfg.topicPrefix, mode, tg.metrics, time.Now().UnixNano(), run)
+		}
+		var prod []benchRun // paired: the produce passes' sums
+		if paired {
+			// ABBA pass by pass, as the consume passes below: a pass
+			// lasts a fraction of a second.
+			prod = make([]benchRun, len(targets))
+			for p := 0; p < 2*cfg.producePassCount(); p++ {
+				i := role(run, (p/2+run+p%2)%2)
+				if p < 2 {
+					l, err := loopbackLimit(256 << 20)
+					if err != nil {
+						return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+					}
+					lims[i] = l
+				}
+				cpu := processCPU()
+				d, err := benchProduce(cfg, targets[i].tgt, topics[i], bar)
+				if err != nil {
+					return nil, boot, failErr(fmt.Errorf("produce: %w", err))
+				}
+				prod[i].produce += d
+				prod[i].produceCPU += processCPU() - cpu
+			}
+		}
+		for k := range targets {
+			i := role(run, (k+run)%len(targets))
+			tg := targets[i]
+			if !paired {
+				l, err := loopbackLimit(256 << 20)
+				if err != nil {
+					return nil, boot, failErr(fmt.Errorf("loopback limit: %w", err))
+				}
+				lims[i] = l
+			}
+			var err error
 			if runs[i], err = benchBrokerRun(rcfg, tg.tgt, topics[i], run, bar); err != nil {
 				return nil, boot, err
 			}
+			if paired {
+				runs[i].produce, runs[i].produceCPU = prod[i].produce, prod[i].produceCPU
+			}
 		}
 		if paired {
-			// ABBA pass by pass: a pass lasts a fraction of a second, so
-			// the two brokers' passes see the same load.
+			// ABBA pass by pass (by slot, as the produces): a pass lasts a
+			// fraction of a second, so the two brokers' passes see the
+			// same load.
 			for p := 0; p < 2*cfg.passes(); p++ {
-				i := (p/2 + run + p%2) % 2
+				i := role(run, (p/2+run+p%2)%2)
 				cpu := processCPU()
 				d, err := benchConsume(cfg, targets[i].tgt, topics[i], bar)
 				if err != nil {
@@ -523,6 +632,16 @@ func benchBrokerMode(c *cli.Context, cfg benchBrokerConfig, mode string, sec *be
 					return nil, boot, err
 				}
 				tg.acc.addTxn(cfg, r, r.txn)
+			}
+		}
+		if paired {
+			for s, sl := range slots {
+				if benchSlotSeen != nil {
+					benchSlotSeen(run, s, sl.dir, sl.srv)
+				}
+				if err := sl.deleteRunTopics(topics[slotRole(run, s)]); err != nil {
+					return nil, boot, failErr(err)
+				}
 			}
 		}
 	}
@@ -550,7 +669,7 @@ type benchAcc struct {
 func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
 	rate := float64(cfg.records) / tf.produce.Seconds()
 	rc, ru := float64(cfg.records)/tf.readCommitted.Seconds(), float64(cfg.records)/tf.readUncommitted.Seconds()
-	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.records)/r.produce.Seconds()))
+	a.txnR, a.txnVs = append(a.txnR, rate), append(a.txnVs, rate/(float64(cfg.produced())/r.produce.Seconds()))
 	a.rcR, a.ruR, a.rcVs = append(a.rcR, rc), append(a.ruR, ru), append(a.rcVs, rc/ru)
 	a.txnCPU, a.txnReqs = append(a.txnCPU, tf.produceCPU.Seconds()), append(a.txnReqs, tf.requests)
 	a.rcCPU, a.ruCPU = append(a.rcCPU, tf.readCommittedCPU.Seconds()), append(a.ruCPU, tf.readUncommittedCPU.Seconds())
@@ -559,8 +678,8 @@ func (a *benchAcc) addTxn(cfg benchBrokerConfig, r benchRun, tf txnFigures) {
 func (a *benchAcc) add(cfg benchBrokerConfig, r benchRun, limit float64) {
 	a.lim = append(a.lim, limit)
 	a.prodS = append(a.prodS, r.produce.Seconds())
-	a.prodR = append(a.prodR, float64(cfg.records)/r.produce.Seconds())
-	a.prodMB = append(a.prodMB, mbps(cfg.records*int64(cfg.recordSize), r.produce.Seconds()))
+	a.prodR = append(a.prodR, float64(cfg.produced())/r.produce.Seconds())
+	a.prodMB = append(a.prodMB, mbps(cfg.produced()*int64(cfg.recordSize), r.produce.Seconds()))
 	a.consS = append(a.consS, r.consume.Seconds())
 	a.consR = append(a.consR, float64(cfg.consumed())/r.consume.Seconds())
 	a.consMB = append(a.consMB, mbps(cfg.consumed()*int64(cfg.recordSize), r.consume.Seconds()))
@@ -648,6 +767,9 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 	if res.ConsumePasses > 1 {
 		fmt.Fprintf(w, "  each run's consume phase reads the records %d times\n", res.ConsumePasses)
 	}
+	if res.ProducePasses > 1 {
+		fmt.Fprintf(w, "  each run's produce phase produces the records %d times (to the same topic; the consume reads the first)\n", res.ProducePasses)
+	}
 	if res.SegmentBytes > 0 || res.RetentionBytes > 0 {
 		fmt.Fprintf(w, "  topics created with segment.bytes %d, retention.bytes %d (0: the broker's)\n", res.SegmentBytes, res.RetentionBytes)
 	}
@@ -698,6 +820,8 @@ func printBenchBroker(w io.Writer, res *BenchBrokerResult) {
 		fmt.Fprintf(w, "      runs: produce %s, consume %s\n", fmtRatios(o.ProduceRuns), fmtRatios(o.ConsumeRuns))
 		fmt.Fprintf(w, "    process CPU seconds: produce %.3f, consume %.3f\n", o.ProduceCPU, o.ConsumeCPU)
 		fmt.Fprintf(w, "      runs: produce %s, consume %s\n", fmtRatios(o.ProduceCPURuns), fmtRatios(o.ConsumeCPURuns))
+		fmt.Fprintf(w, "    the same runs by broker slot (roles swap every 2 runs), slot 0 / slot 1: produce %.3f, consume %.3f; by order, first / second produce: %.3f\n",
+			o.ProduceSlot0VsSlot1, o.ConsumeSlot0VsSlot1, o.ProduceFirstVsSecond)
 	}
 }
 

@@ -67,14 +67,21 @@ func brokerTarget(boot string) benchTarget {
 func benchBrokerRun(cfg benchBrokerConfig, tgt benchTarget, topic string, run int, bar *progress) (benchRun, error) {
 	var r benchRun
 	var err error
-	produces := []func() error{func() error {
-		cpu := processCPU()
-		if r.produce, err = benchProduce(cfg, tgt, topic, bar); err != nil {
-			return failErr(fmt.Errorf("produce: %w", err))
-		}
-		r.produceCPU = processCPU() - cpu
-		return nil
-	}}
+	var produces []func() error
+	if !cfg.noProduce {
+		produces = append(produces, func() error {
+			cpu := processCPU()
+			for range cfg.producePassCount() { // --produce-passes: the records again, to the same topic
+				d, err := benchProduce(cfg, tgt, topic, bar)
+				if err != nil {
+					return failErr(fmt.Errorf("produce: %w", err))
+				}
+				r.produce += d
+			}
+			r.produceCPU = processCPU() - cpu
+			return nil
+		})
+	}
 	if cfg.idempotent {
 		produces = append(produces, func() error {
 			itgt := tgt

@@ -162,12 +162,17 @@ func TestBenchBrokerMetricsBoth(t *testing.T) {
 	if len(res.Modes) != 2 || res.Modes[0].Metrics != "on" || res.Modes[1].Metrics != "off" {
 		t.Fatalf("modes: %+v", res.Modes)
 	}
-	if res.ConsumePasses != 4 {
-		t.Errorf("consume_passes %d, want 4 (the default with --metrics both)", res.ConsumePasses)
+	if res.ConsumePasses != 4 || res.ProducePasses != 4 {
+		t.Errorf("consume_passes %d, produce_passes %d, want 4 (the default with --metrics both)", res.ConsumePasses, res.ProducePasses)
 	}
 	for _, m := range res.Modes {
 		if len(m.ProduceRecordsPerSecs) != 3 || len(m.ConsumeCPUSecondsRuns) != 3 || len(m.ConsumeSecondsRuns) != 3 || len(m.ProduceCPUSecondsRuns) != 3 {
 			t.Fatalf("metrics %s: runs %v %v %v %v, want 3 of each", m.Metrics, m.ProduceRecordsPerSecs, m.ConsumeSecondsRuns, m.ProduceCPUSecondsRuns, m.ConsumeCPUSecondsRuns)
+		}
+		for i, sec := range m.ProduceSecondsRuns {
+			if got := m.ProduceRecordsPerSecs[i] * sec; math.Abs(got-4*2000) > 1 {
+				t.Errorf("metrics %s run %d: %v records/s over %v s is %v records, want 4 produce passes of 2000", m.Metrics, i, m.ProduceRecordsPerSecs[i], sec, got)
+			}
 		}
 		for i, sec := range m.ConsumeSecondsRuns {
 			if got := m.ConsumeRecordsPerSecs[i] * sec; math.Abs(got-4*2000) > 1 {
@@ -199,7 +204,7 @@ func TestBenchBrokerMetricsBoth(t *testing.T) {
 	check("consume", o.Consume, o.ConsumeMin, o.ConsumeMax, o.ConsumeRuns, on.ConsumeRecordsPerSecs, off.ConsumeRecordsPerSecs)
 	check("produce CPU", o.ProduceCPU, -1, -1, o.ProduceCPURuns, on.ProduceCPUSecondsRuns, off.ProduceCPUSecondsRuns)
 	check("consume CPU", o.ConsumeCPU, -1, -1, o.ConsumeCPURuns, on.ConsumeCPUSecondsRuns, off.ConsumeCPUSecondsRuns)
-	for _, bad := range [][]string{{"--metrics", "sometimes"}, {"--consume-passes", "-1"}} {
+	for _, bad := range [][]string{{"--metrics", "sometimes"}, {"--consume-passes", "-1"}, {"--produce-passes", "-1"}} {
 		if _, _, code := run(t, append([]string{"bench", "broker"}, bad...)...); code == 0 {
 			t.Errorf("%v accepted", bad)
 		}
@@ -236,5 +241,29 @@ func TestBenchBrokerTransactions(t *testing.T) {
 	}
 	if reqs["EndTxn"] != 1 || reqs["AddPartitionsToTxn"] < 1 || reqs["Produce"] < 1 {
 		t.Fatalf("requests per transaction: %+v", m.TxnRequests)
+	}
+}
+
+// TestBenchBrokerProducePasses: --produce-passes times the records produced
+// that many times to the run's topic (one broker, metrics on), and the
+// consume phase still reads the first N after the warm-up record.
+func TestBenchBrokerProducePasses(t *testing.T) {
+	out, errOut, code := run(t, "bench", "broker", "--records", "1500", "--runs", "1", "--produce-passes", "3", "--latency-seconds", "0", "--validation", "header", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res BenchBrokerResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := res.Modes[0]
+	if res.ProducePasses != 3 || res.ConsumePasses != 1 || len(m.ProduceSecondsRuns) != 1 {
+		t.Fatalf("produce_passes %d, consume_passes %d, runs %v", res.ProducePasses, res.ConsumePasses, m.ProduceSecondsRuns)
+	}
+	if got := m.ProduceRecordsPerSecs[0] * m.ProduceSecondsRuns[0]; math.Abs(got-3*1500) > 1 {
+		t.Errorf("%v records/s over %v s is %v records, want 3 passes of 1500", m.ProduceRecordsPerSecs[0], m.ProduceSecondsRuns[0], got)
+	}
+	if got := m.ConsumeRecordsPerSecs[0] * m.ConsumeSecondsRuns[0]; math.Abs(got-1500) > 1 {
+		t.Errorf("consumed %v records, want 1500", got)
 	}
 }
