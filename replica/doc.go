@@ -46,7 +46,7 @@
 //     the broker's: it leaves the data of a throttled partition out of a
 //     response to a follower not in the ISR (Partition.InSync) while the
 //     leader quota is over its bound, and otherwise sends it whole
-//     batches only and counts them.
+//     batches only (as to every follower) and counts them.
 //   - Runner (runner.go, runner_fetcher.go, runner_send.go) is the
 //     production edge: it sends what Ready asks over the Kafka protocol
 //     (internal/kwire) and hands every outcome back; see Runner below. The

@@ -99,13 +99,15 @@ func (cl *clusterNode) readFetch(req *kmsg.FetchRequest, follower bool) (topics 
 					failed = true
 				}
 				r = res.Records
-				if fp.code == 0 && r.Len > 0 && cl.leaderThrottles(p, req.ReplicaID) {
-					if cl.leaderQuota.Exceeded(now) {
+				if fp.code == 0 && r.Len > 0 {
+					if cl.leaderThrottles(p, req.ReplicaID) && cl.leaderQuota.Exceeded(now) {
 						r.Release() // left out while over the leader throttle (Kafka's shouldLeaderThrottle)
 						r = segment.Region{}
 						throttled = time.Duration(max(cl.leaderQuota.WaitMs(now), 1)) * time.Millisecond
 					} else {
-						wholeBatches(&r) // what the follower keeps is what the throttle counts
+						// what the follower keeps is what crosses the network
+						// and what the throttle counts
+						wholeBatches(&r)
 					}
 				}
 			} else {

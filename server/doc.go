@@ -543,9 +543,10 @@
 // topic's lists, on a LeaderAndIsr naming adding_replicas. A follower's
 // fetch leaves out a throttled partition's data for a follower outside the
 // ISR while the leader throttle is over its rate, and a parked fetch is
-// read again when the throttle allows; under the rate it sends that
-// follower whole batches only (no partial last batch it would fetch
-// again), which the throttle counts. DescribeConfigs reads topic
+// read again when the throttle allows. Every follower's read is cut to
+// whole batches (no partial last batch it would drop and fetch again; a
+// first batch larger than the limit is sent whole), which is what the
+// throttle counts. DescribeConfigs reads topic
 // overrides and the dynamic broker configs from ZooKeeper: on the broker's
 // own resource a rate set for its id is DYNAMIC_BROKER_CONFIG, one set for
 // <default> DYNAMIC_DEFAULT_BROKER_CONFIG (synonyms in Kafka's order:
