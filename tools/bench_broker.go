@@ -34,11 +34,11 @@ Each run creates a new one-partition topic (CreateTopics) and:
            W warm-up records (--warmup-records) are produced and acknowledged
            before the clock starts (the client's metadata load, produce
            connection and first requests); --produce-passes times (default 1;
-           4 with --metrics both), each pass to the same topic with a fresh
+           8 with --metrics both), each pass to the same topic with a fresh
            client and its own warm-up records, timed together;
   consume  the N measured records (after the W) with a fresh client
            (--fetch-max-bytes, --fetch-partition-max-bytes), --consume-passes
-           times (default 1; 4 with --metrics both), each pass with a fresh
+           times (default 1; 8 with --metrics both), each pass with a fresh
            client, timed together;
   latency  records at a fixed --latency-rate for --latency-seconds to a second
            topic, a consumer polling it concurrently; each value carries its send
@@ -100,8 +100,8 @@ Examples:
 			&cli.StringFlag{Name: "validation", Usage: "in-process broker: strata.produce.validation full, header or both (default both; with --bootstrap-server it is only a label)"},
 			&cli.StringFlag{Name: "metrics", Value: "on", Usage: "in-process broker: metrics on, off, or both (two brokers, runs alternating between them, their roles swapped every two runs; prints the on/off ratio)"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
-			&cli.IntFlag{Name: "produce-passes", Usage: "times each run's produce phase produces the records to its topic, each pass with a new client after its warm-up records, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
-			&cli.IntFlag{Name: "consume-passes", Usage: "times each run's consume phase reads the produced records, each pass with a new client, timed together (default 1; 4 with --metrics both, for a timed section long enough to compare)"},
+			&cli.IntFlag{Name: "produce-passes", Usage: "times each run's produce phase produces the records to its topic, each pass with a new client after its warm-up records, timed together (default 1; 8 with --metrics both, for a timed section long enough to compare)"},
+			&cli.IntFlag{Name: "consume-passes", Usage: "times each run's consume phase reads the produced records, each pass with a new client, timed together (default 1; 8 with --metrics both, for a timed section long enough to compare)"},
 			&cli.Int64Flag{Name: "transactions", Usage: "also produce the records in transactions of N records and read them back read_committed and read_uncommitted (bench_broker_txn.go; 0: skip)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole process (driver and in-process broker) to FILE"},
@@ -396,10 +396,12 @@ func runBenchBroker(c *cli.Context) error {
 		}
 		cfg.metrics = []string{"on", "off"}
 		if cfg.consumePasses == 0 {
-			cfg.consumePasses = 4 // a 1M-record pass lasts ~0.25 s: too short to compare
+			// a 1M-record pass lasts ~0.25 s: too short to compare; with 4
+			// passes a quiet machine still gave medians of 0.94-1.02
+			cfg.consumePasses = 8
 		}
 		if cfg.producePasses == 0 {
-			cfg.producePasses = 4 // a 1M-record produce lasts ~0.4 s: as short
+			cfg.producePasses = 8 // a 1M-record produce lasts ~0.4 s: as short
 		}
 	default:
 		return usageErr("--metrics must be on, off or both, not %q", c.String("metrics"))

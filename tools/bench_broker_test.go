@@ -162,21 +162,21 @@ func TestBenchBrokerMetricsBoth(t *testing.T) {
 	if len(res.Modes) != 2 || res.Modes[0].Metrics != "on" || res.Modes[1].Metrics != "off" {
 		t.Fatalf("modes: %+v", res.Modes)
 	}
-	if res.ConsumePasses != 4 || res.ProducePasses != 4 {
-		t.Errorf("consume_passes %d, produce_passes %d, want 4 (the default with --metrics both)", res.ConsumePasses, res.ProducePasses)
+	if res.ConsumePasses != 8 || res.ProducePasses != 8 {
+		t.Errorf("consume_passes %d, produce_passes %d, want 8 (the default with --metrics both)", res.ConsumePasses, res.ProducePasses)
 	}
 	for _, m := range res.Modes {
 		if len(m.ProduceRecordsPerSecs) != 3 || len(m.ConsumeCPUSecondsRuns) != 3 || len(m.ConsumeSecondsRuns) != 3 || len(m.ProduceCPUSecondsRuns) != 3 {
 			t.Fatalf("metrics %s: runs %v %v %v %v, want 3 of each", m.Metrics, m.ProduceRecordsPerSecs, m.ConsumeSecondsRuns, m.ProduceCPUSecondsRuns, m.ConsumeCPUSecondsRuns)
 		}
 		for i, sec := range m.ProduceSecondsRuns {
-			if got := m.ProduceRecordsPerSecs[i] * sec; math.Abs(got-4*2000) > 1 {
-				t.Errorf("metrics %s run %d: %v records/s over %v s is %v records, want 4 produce passes of 2000", m.Metrics, i, m.ProduceRecordsPerSecs[i], sec, got)
+			if got := m.ProduceRecordsPerSecs[i] * sec; math.Abs(got-8*2000) > 1 {
+				t.Errorf("metrics %s run %d: %v records/s over %v s is %v records, want 8 produce passes of 2000", m.Metrics, i, m.ProduceRecordsPerSecs[i], sec, got)
 			}
 		}
 		for i, sec := range m.ConsumeSecondsRuns {
-			if got := m.ConsumeRecordsPerSecs[i] * sec; math.Abs(got-4*2000) > 1 {
-				t.Errorf("metrics %s run %d: %v records/s over %v s is %v records, want 4 passes of 2000", m.Metrics, i, m.ConsumeRecordsPerSecs[i], sec, got)
+			if got := m.ConsumeRecordsPerSecs[i] * sec; math.Abs(got-8*2000) > 1 {
+				t.Errorf("metrics %s run %d: %v records/s over %v s is %v records, want 8 passes of 2000", m.Metrics, i, m.ConsumeRecordsPerSecs[i], sec, got)
 			}
 		}
 	}
