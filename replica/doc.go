@@ -40,7 +40,10 @@
 //     follower partition that is throttled and not caught up (the last
 //     answer did not bring it to the leader's high watermark) out of its
 //     Fetch while the follower quota is over its bound, NextMs being when
-//     it no longer is (Quota.WaitMs), and FetchResponse counts the whole
+//     it no longer is (Quota.WaitMs; the Fetch the target's other
+//     partitions make meanwhile long-polls no longer than that, so the
+//     throttled one is not held back by an idle partition's poll), and
+//     FetchResponse counts the whole
 //     batches throttled partitions receive (WholeBatchBytes: a partial
 //     last batch is fetched again, and counted then). The leader side is
 //     the broker's: it leaves the data of a throttled partition out of a

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"errors"
 	"strings"
 	"testing"
 
@@ -179,5 +180,56 @@ func TestFollowerThrottlePace(t *testing.T) {
 	// One wake per fetch, and a few more when a sample expires first.
 	if idle > fetches+2*int(took)+2 {
 		t.Errorf("%d idle wakes for %d fetches: the follower polls instead of waking when the quota allows", idle, fetches)
+	}
+}
+
+// TestThrottledPartitionCutsLongPoll: a throttled partition left out of a
+// fetch over its rate shares the target with a partition that is not
+// throttled and has nothing to fetch. That fetch long-polls on the leader;
+// it must end when the throttled partition may fetch again (the quota's
+// WaitMs), not after replica.fetch.wait.max.ms, or the move waits for the
+// poll each time (a move sharing its fetcher with an idle topic ran ~25%
+// under its throttle).
+func TestThrottledPartitionCutsLongPoll(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/data", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := *testConfig(2, fsys, "/data")
+	cfg.FollowerQuota = NewQuota(2, 1)
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	m.LeaderAndIsr(lisr(1, 5, lisrPart(0, 1, 0, []int32{1}, 1, 2), lisrPart(1, 1, 0, []int32{1, 2}, 1, 2)), t0)
+	q := m.FollowerQuota()
+	q.SetRate(1000)
+	q.SetThrottled(testTopic, false, []int32{0})
+	maxWait := func(now int64) (int32, int) {
+		t.Helper()
+		r := m.Ready(now)
+		if len(r.Fetches) != 1 {
+			t.Fatalf("at %d: %d fetches", now-t0, len(r.Fetches))
+		}
+		f := r.Fetches[0]
+		parts := 0
+		for _, tp := range f.Req.Topics {
+			parts += len(tp.Partitions)
+		}
+		m.FetchResponse(f.Target, f.Req, nil, errors.New("no answer: the test looks at the request only"), now)
+		return f.Req.MaxWaitMillis, parts
+	}
+	if w, parts := maxWait(t0); w != DefaultReplicaFetchWaitMaxMs || parts != 2 {
+		t.Fatalf("under the rate: max wait %d ms over %d partitions, want %d over 2", w, parts, DefaultReplicaFetchWaitMaxMs)
+	}
+	q.Record(1300, t0) // 1.3 s of the rate at once: over it until t0+1300
+	now := int64(t0 + 1000)
+	want := q.WaitMs(now)
+	if want <= 0 || want >= DefaultReplicaFetchWaitMaxMs {
+		t.Fatalf("the quota's wait %d ms: the test needs one below the long poll", want)
+	}
+	if w, parts := maxWait(now); int64(w) != want || parts != 1 {
+		t.Errorf("over the rate: max wait %d ms over %d partitions, want %d (the quota's wait) over 1", w, parts, want)
 	}
 }
