@@ -24,21 +24,18 @@ func (slowLogWrites) MaybeError(op vfs.Op) error {
 	return nil
 }
 
-// TestRunnerFetchAhead: a follower restarted far behind (replica.fetch.max.bytes
-// small: a few batches per fetch) catches up over real sockets with fetches
-// sent ahead of the answer before them (the leader sees fetch offsets past
-// the follower's log end while the follower appends), each answer read
-// into the other buffer; the follower ends holding exactly the leader's
-// records (offsets, epochs, values: an answer overwritten while appended
-// would show here, or as CRC errors), back in the ISR.
-func TestRunnerFetchAhead(t *testing.T) {
+// slowFollowerCluster is a leader (broker 1) holding n records of tp0
+// and a follower (broker 2, its Runner not started) behind it on a slow
+// disk, so that the leader has time to see a fetch sent ahead before the
+// append of the answer before it returns; replica.fetch.max.bytes is
+// small: a few batches per fetch.
+func slowFollowerCluster(t *testing.T, n int) (*tcluster, *Manager) {
+	t.Helper()
 	c := newCluster(t, clusterOptions{
 		cfg: func(cfg *Config) {
 			cfg.ReplicaFetchMaxBytes = 300
 			cfg.ReplicaLagTimeMaxMs = 3600_000
 			if cfg.BrokerID == 2 {
-				// a slow disk: the leader has time to see the fetch sent
-				// ahead before the append of the answer before it returns
 				root := t.TempDir()
 				cfg.OpenLog = func(tp TopicPartition, o OpenOptions) (*segment.Log, error) {
 					opts := &segment.Options{FS: vfs.Inject(vfs.OS, slowLogWrites{}), FileDeleteDelayMs: -1, Logger: discard}
@@ -53,10 +50,21 @@ func TestRunnerFetchAhead(t *testing.T) {
 	}, 1, 2)
 	c.elect(tp0, 1, []int32{1}, 1, 2)
 	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
-	for i := range 400 {
+	for i := range n {
 		produce(t, l, 1, fmt.Sprintf("value-%04d-%s", i, "0123456789abcdef0123456789abcdef"))
 	}
-	f := c.nodes[2].m
+	return c, c.nodes[2].m
+}
+
+// TestRunnerFetchAhead: a follower restarted far behind (replica.fetch.max.bytes
+// small: a few batches per fetch) catches up over real sockets with fetches
+// sent ahead of the answer before them (the leader sees fetch offsets past
+// the follower's log end while the follower appends), each answer read
+// into the other buffer; the follower ends holding exactly the leader's
+// records (offsets, epochs, values: an answer overwritten while appended
+// would show here, or as CRC errors), back in the ISR.
+func TestRunnerFetchAhead(t *testing.T) {
+	c, f := slowFollowerCluster(t, 400)
 	var ahead, fetches atomic.Int64
 	hook := func(req *kmsg.FetchRequest) {
 		fetches.Add(1)
@@ -84,26 +92,7 @@ func TestRunnerFetchAhead(t *testing.T) {
 // ahead in flight hands both outcomes back, so the Manager has no fetch in
 // flight left and gives the target's next fetch to whoever drives it.
 func TestRunnerCloseWhileFetchingAhead(t *testing.T) {
-	c := newCluster(t, clusterOptions{
-		cfg: func(cfg *Config) {
-			cfg.ReplicaFetchMaxBytes = 300
-			cfg.ReplicaLagTimeMaxMs = 3600_000
-			if cfg.BrokerID == 2 {
-				root := t.TempDir()
-				cfg.OpenLog = func(tp TopicPartition, o OpenOptions) (*segment.Log, error) {
-					opts := &segment.Options{FS: vfs.Inject(vfs.OS, slowLogWrites{}), FileDeleteDelayMs: -1, Logger: discard}
-					return segment.Open(filepath.Join(root, tp.String()), opts)
-				}
-			}
-		},
-		noRunner: []int32{2},
-	}, 1, 2)
-	c.elect(tp0, 1, []int32{1}, 1, 2)
-	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
-	for i := range 2000 {
-		produce(t, l, 1, fmt.Sprintf("value-%04d-%s", i, "0123456789abcdef0123456789abcdef"))
-	}
-	f := c.nodes[2].m
+	c, f := slowFollowerCluster(t, 2000)
 	var ahead atomic.Int64
 	hook := func(req *kmsg.FetchRequest) {
 		for _, rt := range req.Topics {
