@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
@@ -120,13 +119,9 @@ func runACLs(c *cli.Context) error {
 			entries = append(entries, entry{p, h, kmsg.ACLPermissionTypeDeny})
 		}
 	}
-	cfg, err := clientFromFlags(c, "strata-acls")
+	cl, err := kgoFromFlags(c, "strata-acls")
 	if err != nil {
 		return err
-	}
-	cl, err := kgo.NewClient(cfg.kgoOpts()...)
-	if err != nil {
-		return failErr(err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)

@@ -277,6 +277,20 @@ func clientFromFlags(c *cli.Context, defaultID string) (*clientConfig, error) {
 	return cfg, nil
 }
 
+// kgoFromFlags is clientFromFlags, then a franz-go client with its
+// settings (a client that cannot be made exits 2).
+func kgoFromFlags(c *cli.Context, defaultID string) (*kgo.Client, error) {
+	cfg, err := clientFromFlags(c, defaultID)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(cfg.kgoOpts()...)
+	if err != nil {
+		return nil, failErr(err)
+	}
+	return cl, nil
+}
+
 // adminFromFlags is clientFromFlags, then an admin connection checked for
 // action's APIs (dialAdmin) within --timeout. done closes the connection
 // and ends the context.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -80,13 +79,9 @@ func runConfigs(c *cli.Context) error {
 	case c.Bool("alter") && !ent.named():
 		return usageErr("--alter needs --entity-name or --entity-default (or --user/--client)")
 	}
-	cfg, err := clientFromFlags(c, "strata-configs")
+	cl, err := kgoFromFlags(c, "strata-configs")
 	if err != nil {
 		return err
-	}
-	cl, err := kgo.NewClient(cfg.kgoOpts()...)
-	if err != nil {
-		return failErr(err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
@@ -53,13 +52,9 @@ func runConfigsBrokers(c *cli.Context) error {
 			return err
 		}
 	}
-	cfg, err := clientFromFlags(c, "strata-configs")
+	cl, err := kgoFromFlags(c, "strata-configs")
 	if err != nil {
 		return err
-	}
-	cl, err := kgo.NewClient(cfg.kgoOpts()...)
-	if err != nil {
-		return failErr(err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
