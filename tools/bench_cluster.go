@@ -49,7 +49,12 @@ min.insync.replicas=--min-insync-replicas, and measures (--phases):
               the follower restarted: MB/s from its first fetched byte to its
               log end reaching the leader's (the partition's .log files on disk,
               polled every 2 ms), and the time from the restart until it is back
-              in the ISR;
+              in the ISR. Before the restart, as many bytes are written to a
+              scratch file in the follower's data dir and removed, so that its
+              appends reuse memory the machine has faulted in (a VM hands out
+              memory it has not touched recently slowly, and each run's deleted
+              topic frees gigabytes of page cache for it to reclaim); the
+              reassign phase does the same on the new replica's broker;
   reassign    a one-replica topic pre-filled with --reassign-mb MB (acks=1) gets a
               replica on another broker (AlterPartitionReassignments, as strata
               reassign --execute): MB/s from the new replica's first byte to its

@@ -26,7 +26,8 @@ type reassignRun struct {
 // adding a replica) twice, on one-replica topics of broker A pre-filled with
 // acks=1: first --reassign-mb MB to broker B without a throttle, timed from
 // B's first byte to its .log files reaching A's size (polled every 2 ms)
-// beside the loopback limit over as many bytes measured just before; then
+// beside the loopback limit over as many bytes measured just before (B's
+// page cache warmed first, as the catch-up phase does); then
 // --reassign-throttle-mb-per-sec × --reassign-throttle-seconds MB to broker C
 // with the throttle strata reassign --throttle sets (the rates on A and C,
 // the topic's throttled-replica lists), timed the same way, overall and from
@@ -62,6 +63,9 @@ func (cfg *benchClusterConfig) reassignPhase(cl *benchCluster, prefix string, r 
 	target := cl.broker(a).partitionBytes(free, 0)
 	if rr.limit, err = loopbackLimit(target); err != nil {
 		return fmt.Errorf("loopback limit: %w", err)
+	}
+	if err := warmPages(cl.broker(b).dataDir, target); err != nil {
+		return err
 	}
 	if rr.took, _, _, err = moveAndTime(ctx, cl, adm, free, a, b, target); err != nil {
 		return err
