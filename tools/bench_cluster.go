@@ -616,7 +616,7 @@ func printBenchCluster(w io.Writer, res *BenchClusterResult) {
 		res.LoadAvg1, res.LoadAvg1End, res.CPUPressure, res.CPUPressureEnd)
 	fmt.Fprintf(w, "  producer: no compression, idempotence off, linger %g ms, batches up to %d B, %d records buffered, %d requests in flight per broker\n",
 		res.ProducerLingerMs, res.ProducerBatchMaxBytes, res.ProducerMaxBuffered, res.ProducerMaxInflight)
-	fmt.Fprintf(w, "  limit (loopback TCP, one stream) %.1f MB/s\n", res.LimitLoopbackMBps)
+	fmt.Fprintf(w, "  limit (loopback TCP, one connection, median of %d streams) %.1f MB/s\n", loopbackLimitStreams, res.LimitLoopbackMBps)
 	c, s := &res.BenchClusterFigures, &res.SingleNode
 	if c.ProduceAcksAllRecordsPerSec > 0 {
 		fmt.Fprintf(w, "                     %-36s %-36s %s\n", "cluster", "single node", "cluster/single")
