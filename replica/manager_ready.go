@@ -243,9 +243,9 @@ func (m *Manager) readyFetches(now int64, next *int64, only *FetchTarget) []Fetc
 				if held == nil {
 					held = map[FetchTarget]int32{}
 				}
-				tgt := FetchTarget{Broker: leader, Fetcher: fid}
-				if w, ok := held[tgt]; !ok || int32(min(wait, math.MaxInt32)) < w {
-					held[tgt] = int32(min(wait, math.MaxInt32))
+				tgt, w := FetchTarget{Broker: leader, Fetcher: fid}, int32(min(wait, math.MaxInt32))
+				if h, ok := held[tgt]; !ok || w < h {
+					held[tgt] = w
 				}
 			}
 			continue
