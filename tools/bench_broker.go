@@ -77,8 +77,8 @@ flipped), so each role runs in each directory and goes first equally often
 With --bootstrap-server the driver runs with GOGC=400 (its own garbage
 collections would otherwise be most of the latency tail).
 Beside them, limit_loopback_mb_per_sec: the median of five plain TCP streams over
-127.0.0.1 in the same run; every throughput is also printed as a ratio of it. MB = 10^6 bytes of
-record values. Figures are medians over --runs.
+127.0.0.1 in the same run; every throughput is also printed as a ratio of it.
+MB = 10^6 bytes of record values. Figures are medians over --runs.
 
 Examples:
    strata bench broker

@@ -8,8 +8,9 @@ import (
 // warmPages writes size bytes to a scratch file in dir and removes it, so
 // that the next write of that much in dir (a timed append, the plain
 // write it is compared with, a follower catching up in bench cluster) gets
-// page-cache or tmpfs pages the machine has already faulted in. A VM that faults fresh memory in slowly (the
-// hypervisor backs a guest page at its first touch) otherwise charges that
+// page-cache or tmpfs pages the machine has already faulted in. A VM that
+// faults fresh memory in slowly (the hypervisor backs a guest page at its
+// first touch, and takes back what the guest frees) otherwise charges that
 // to whichever side first writes into memory never used before: before
 // this, bench log's plain-write limit on /dev/shm met fresh memory and the
 // append after it reused the pages the limit had freed, so the limit read
