@@ -34,6 +34,7 @@ type Broker struct {
 	member   *member
 	meta     *metaCache
 	parked   []*parkedFetch
+	backs    map[replica.FetchTarget][]handBackStep // answers each fetcher has yet to hand back (handBack)
 	produces []*parkedProduce
 	tasks    []*task // segment background work not yet run
 	pumpAt   int64   // the pending time-driven Ready, 0 when none

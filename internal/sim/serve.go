@@ -127,19 +127,56 @@ func (b *Broker) sendFetch(f aheadFetch) {
 			}
 			b.s.countFetch(r)
 			b.s.W.Tracef("broker %d fetch <- %d%s%v", b.ID, f.Target.Broker, fetchRespSummary(r), errOrEmpty(err))
-			if f.Ahead {
-				b.s.countAheadAnswer(m, f.Target.Broker, f.Req, err)
-			}
-			// As the Runner's fetcher: the next fetch goes before this
-			// answer is applied when the Manager lets it (FetchAhead).
-			if b.M == m {
-				if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok {
-					b.s.stats.FetchesAhead++
-					b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
+			b.handBack(f.Target, func() {
+				// As the Runner's fetcher: the next fetch goes before this
+				// answer is applied when the Manager lets it (FetchAhead).
+				if b.M == m {
+					if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok {
+						b.s.stats.FetchesAhead++
+						b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
+					}
 				}
-			}
-			m.FetchResponse(f.Target, f.Req, r, err, b.s.W.Now)
+			}, func() {
+				if f.Ahead {
+					b.s.countAheadAnswer(m, f.Target.Broker, f.Req, err)
+				}
+				m.FetchResponse(f.Target, f.Req, r, err, b.s.W.Now)
+			})
 		})
+}
+
+// handBack runs a fetcher's answer as the Runner's fetcher goroutine does:
+// at once, ahead (FetchAhead and the fetch it gives), then apply
+// (FetchResponse: the append) as an event of its own 0-2 ms later, the
+// broker's other events (LeaderAndIsr, other fetchers, parked requests)
+// going on meanwhile; one target's answers in the order they came, the
+// next answer's ahead only after the previous one's apply (the fetcher
+// reads it while appending, and decides on it after).
+func (b *Broker) handBack(tgt replica.FetchTarget, ahead, apply func()) {
+	if b.backs == nil {
+		b.backs = map[replica.FetchTarget][]handBackStep{}
+	}
+	b.backs[tgt] = append(b.backs[tgt], handBackStep{ahead, apply})
+	if len(b.backs[tgt]) == 1 {
+		b.nextHandBack(tgt)
+	}
+}
+
+// handBackStep is an answer waiting in its fetcher's hand-back queue.
+type handBackStep struct{ ahead, apply func() }
+
+func (b *Broker) nextHandBack(tgt replica.FetchTarget) {
+	h := b.backs[tgt][0]
+	h.ahead()
+	b.s.W.After(int64(b.s.W.Intn(3)), func() {
+		h.apply()
+		if q := b.backs[tgt][1:]; len(q) > 0 {
+			b.backs[tgt] = q
+			b.nextHandBack(tgt)
+		} else {
+			delete(b.backs, tgt)
+		}
+	})
 }
 
 // aheadFetch is a Fetch to send, Ahead when FetchAhead gave it.
