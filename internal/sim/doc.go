@@ -60,14 +60,13 @@
 //     (long poll) and acks=-1 produces, and sends what Manager.Ready
 //     returns, handing every answer back; a fetcher's answer first asks
 //     Manager.FetchAhead, and sends the fetch it gives before handing the
-//     answer back, as the Runner's fetcher does; the hand-back (the append)
-//     is an event of its own 0-2 ms later, other events going on between,
-//     and a fetcher's answers are decided on and handed back in the order
-//     they came (serve.go, handBack) (one seed in three runs
+//     answer back, as the Runner's fetcher does (one seed in three runs
 //     replica.fetch.max.bytes=256, so followers behind take many of them;
 //     Stats count those sent and their partitions applied and dropped).
-//     LeaderAndIsr and StopReplica go
-//     to the Manager, UpdateMetadata to a metadata cache (which refuses a
+//     The hand-back (the append) is an event of its own 0-2 ms later,
+//     other events going on between, and a fetcher's answers are decided
+//     on and handed back in the order they came (serve.go, handBack).
+//     LeaderAndIsr and StopReplica go to the Manager, UpdateMetadata to a metadata cache (which refuses a
 //     stale controller or broker epoch) where clients and the broker find
 //     leaders and the controller. Logs roll every 4 KiB; the flush after a
 //     roll goes through segment.Options.Go and runs later, as an event of
