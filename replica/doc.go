@@ -85,7 +85,15 @@
 //     the first does not alias (Receive) while FetchResponse appends the
 //     first, then hands back the second's outcome after the first's. The
 //     leader serves a connection's requests one at a time, in order, so
-//     the answers come in order. After handing back an outcome the fetcher asks the Manager
+//     the answers come in order. Sending early: while that second answer
+//     arrives, its reader follows the frame (earlyView, fetch_early.go)
+//     and, once the first is handed back and the headers read so far say
+//     where the answer's whole batches end (all of them, or all but
+//     64 KiB and a sixteenth of its records), asks FetchAhead with that
+//     view and writes the fetch it gives at once (kwire's ReceiveEarly),
+//     the answer then cut to the batches the view had: the leader
+//     answers the third fetch while the second's bytes still cross, not
+//     after the follower has read them all and asked again. After handing back an outcome the fetcher asks the Manager
 //     for its target's next Fetch itself (ReadyFetch) and sends it at
 //     once, so a follower keeping up with its leader does not wait for the
 //     loop between two fetches; the loop's Ready serves the target

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -143,6 +144,7 @@ func readLog(t testing.TB, l *segment.Log, end int64) []entry {
 			t.Fatal(err)
 		}
 		it := record.NewIterator(buf, record.ScanOptions{VerifyCRC: true})
+		from := off
 		for it.Next() {
 			b := it.Batch()
 			recs, err := b.Records(nil)
@@ -156,7 +158,8 @@ func readLog(t testing.TB, l *segment.Log, end int64) []entry {
 			}
 			off = b.LastOffset() + 1
 		}
-		if err := it.Err(); err != nil {
+		// a read of 1 MiB may end in a partial batch: read again from it
+		if err := it.Err(); err != nil && (off == from || !errors.Is(err, record.ErrTruncated)) {
 			t.Fatal(err)
 		}
 	}

@@ -4,7 +4,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 // FetchAhead is the Fetch a fetcher may send to f's target before handing
 // back resp, the answer to f (in flight, the only fetch in flight to the
-// target): the fetch Ready would ask once resp is applied, if every
+// target), or a view of it as far as it has arrived (the Runner's
+// earlyView: the answer handed back is then cut to the view's records):
+// the fetch Ready would ask once resp is applied, if every
 // partition's part of it can be known now (see Partition.aheadPart). It is
 // in flight from then on, as Ready's; its outcome is handed back after f's.
 // ok is false when no fetch goes ahead: resp failed or is refused, some

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,6 +77,8 @@ type Runner struct {
 
 	mu       sync.Mutex
 	fetchers map[FetchTarget]*fetcher
+
+	early atomic.Int64 // fetches sent while the answer before arrived
 
 	alterCh   chan *kmsg.AlterPartitionRequest // one in flight (Manager's rule)
 	ctrlCh    chan struct{}                    // ControllerChanged

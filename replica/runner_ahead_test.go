@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -111,5 +113,54 @@ func TestRunnerCloseWhileFetchingAhead(t *testing.T) {
 	r := f.Ready(time.Now().UnixMilli() + 60_000)
 	if len(r.Fetches) != 1 || onlyPart(t, r.Fetches[0].Req).FetchOffset != leo {
 		t.Fatalf("after Close the Manager gives fetches %+v (log end %d): an outcome was not handed back", r.Fetches, leo)
+	}
+}
+
+// chunkyConn hands a reader at most 4 KiB per Read, a little later each
+// time: a leader's answer arrives in pieces, as over a slow network.
+type chunkyConn struct{ net.Conn }
+
+func (c chunkyConn) Read(b []byte) (int, error) {
+	time.Sleep(50 * time.Microsecond)
+	return c.Conn.Read(b[:min(len(b), 4096)])
+}
+
+// TestRunnerFetchEarly: a follower far behind whose answers arrive in
+// pieces sends its next fetch while an answer is still arriving, as soon
+// as the batch headers read so far tell where it starts (earlyFetchView);
+// it ends holding exactly the leader's records, back in the ISR.
+func TestRunnerFetchEarly(t *testing.T) {
+	c := newCluster(t, clusterOptions{
+		cfg: func(cfg *Config) {
+			cfg.ReplicaFetchMaxBytes = 64 << 10
+			cfg.ReplicaLagTimeMaxMs = 3600_000
+		},
+		runner: func(id int32, o *RunnerOptions) {
+			o.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var d net.Dialer
+				nc, err := d.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return chunkyConn{nc}, nil
+			}
+		},
+		noRunner: []int32{2},
+	}, 1, 2)
+	c.elect(tp0, 1, []int32{1}, 1, 2)
+	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
+	value := strings.Repeat("v", 3000)
+	for i := range 600 {
+		produce(t, l, 1, fmt.Sprintf("%04d-%s", i, value))
+	}
+	c.nodes[2].start(t)
+	waitFor(t, "the follower at the leader's log end and in the ISR", func() bool {
+		return c.caughtUp(tp0, 1, 2) && len(c.isr(tp0, 1)) == 2
+	})
+	c.sameLogs(t, tp0, 1, 2)
+	if n := c.nodes[2].run.early.Load(); n == 0 {
+		t.Fatal("no fetch was sent while the answer before arrived")
+	} else {
+		t.Logf("%d fetches sent early", n)
 	}
 }

@@ -21,9 +21,12 @@
 //
 // # Use
 //
-// A Conn carries one request at a time (Request) or a batch written at
-// once and answered in order (Pipeline); the caller's goroutine does the
-// I/O, the package starts none. Each response's correlation id must match
+// A Conn carries one request at a time (Request), a batch written at
+// once and answered in order (Pipeline), or requests sent before the
+// answers to earlier ones are read (Send, Receive; ReceiveEarly sends the
+// next request, if its hook gives one, while an answer is still
+// arriving); the caller's goroutine does the I/O, the package starts
+// none. Each response's correlation id must match
 // its request's. The context's deadline bounds the whole exchange; a
 // cancelled context interrupts it. Any error leaves the stream in an
 // unknown state, so it closes the connection: later calls return ErrClosed

@@ -13,6 +13,12 @@ import (
 // read reads the response to req, which went out with correlation id corr,
 // into *buf (the connection's c.rbuf, or a Receive caller's).
 func (c *Conn) read(ctx context.Context, req kmsg.Request, corr int32, buf *[]byte) (kmsg.Response, error) {
+	return c.readFrame(ctx, req, corr, buf, nil)
+}
+
+// readFrame is read, with ReceiveEarly's hook (nil: none) called while the
+// frame arrives when it fits *buf's capacity.
+func (c *Conn) readFrame(ctx context.Context, req kmsg.Request, corr int32, buf *[]byte, hook func([]byte, int) error) (kmsg.Response, error) {
 	if _, err := io.ReadFull(c.nc, c.hdr[:]); err != nil {
 		return nil, c.ioErr(ctx, "read from", err)
 	}
@@ -20,7 +26,16 @@ func (c *Conn) read(ctx context.Context, req kmsg.Request, corr int32, buf *[]by
 	if size < 4 || size > c.max {
 		return nil, c.fail(fmt.Errorf("%w: %s: response size %d (want 4..%d)", ErrBadFrame, c.addr, size, c.max))
 	}
-	body, err := c.readBody(buf, int(size))
+	var body []byte
+	var err error
+	if hook != nil && int(size) <= cap(*buf) {
+		var hookErr error
+		if body, hookErr, err = c.readWatching(buf, int(size), hook); hookErr != nil {
+			return nil, hookErr
+		}
+	} else {
+		body, err = c.readBody(buf, int(size))
+	}
 	if err != nil {
 		return nil, c.ioErr(ctx, "read from", err)
 	}

@@ -60,7 +60,11 @@
 //     (long poll) and acks=-1 produces, and sends what Manager.Ready
 //     returns, handing every answer back; a fetcher's answer first asks
 //     Manager.FetchAhead, and sends the fetch it gives before handing the
-//     answer back, as the Runner's fetcher does (one seed in three runs
+//     answer back, as the Runner's fetcher does (in half the answers with
+//     whole batches it asks first on a view of the answer as the Runner's
+//     reader has it before the end: no tagged fields in the last
+//     partition, its records cut after a random number of whole batches,
+//     the answer cut the same when the fetch goes; one seed in three runs
 //     replica.fetch.max.bytes=256, so followers behind take many of them;
 //     Stats count those sent and their partitions applied and dropped).
 //     The hand-back (the append) is an event of its own 0-2 ms later,

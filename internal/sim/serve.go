@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/record"
 	"github.com/stratalog/strata/replica"
 )
 
@@ -129,12 +130,26 @@ func (b *Broker) sendFetch(f aheadFetch) {
 			b.s.W.Tracef("broker %d fetch <- %d%s%v", b.ID, f.Target.Broker, fetchRespSummary(r), errOrEmpty(err))
 			b.handBack(f.Target, func() {
 				// As the Runner's fetcher: the next fetch goes before this
-				// answer is applied when the Manager lets it (FetchAhead).
-				if b.M == m {
-					if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok {
+				// answer is applied when the Manager lets it (FetchAhead),
+				// asked first, in half the answers with whole batches, on
+				// the view the reader has while the answer arrives (the
+				// answer is then cut to the view's records), then on the
+				// whole answer.
+				if b.M != m {
+					return
+				}
+				if view, cut := b.s.earlyView(r); view != nil {
+					if next, ok := m.FetchAhead(f.FetchRequest, view, b.s.W.Now); ok {
+						cut()
 						b.s.stats.FetchesAhead++
+						b.s.stats.FetchesEarly++
 						b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
+						return
 					}
+				}
+				if next, ok := m.FetchAhead(f.FetchRequest, r, b.s.W.Now); ok {
+					b.s.stats.FetchesAhead++
+					b.sendFetch(aheadFetch{FetchRequest: next, Ahead: true})
 				}
 			}, func() {
 				if f.Ahead {
@@ -312,4 +327,37 @@ func (s *Sim) countFetch(r *kmsg.FetchResponse) {
 			}
 		}
 	}
+}
+
+// earlyView is, in half the answers whose last partition has whole
+// batches, what the Runner's reader knows of r before its end (its
+// earlyView): every field but that partition's tagged ones (diverging
+// epoch, current leader, snapshot), which come after its records, and
+// those records up to a random count (at least one) of their whole
+// batches; cut cuts r's own records there, as the Runner's fetcher does
+// when the fetch it sent early goes. nil when not drawn.
+func (s *Sim) earlyView(r *kmsg.FetchResponse) (*kmsg.FetchResponse, func()) {
+	if r == nil || len(r.Topics) == 0 || len(r.Topics[len(r.Topics)-1].Partitions) == 0 {
+		return nil, nil
+	}
+	t := r.Topics[len(r.Topics)-1]
+	lp := &t.Partitions[len(t.Partitions)-1]
+	var ends []int
+	it := record.NewIterator(lp.RecordBatches, record.ScanOptions{})
+	for it.Next() {
+		ends = append(ends, int(it.NextPos()))
+	}
+	if len(ends) == 0 || !s.W.Chance(0.5) {
+		return nil, nil
+	}
+	end := ends[s.W.Intn(len(ends))]
+	p := kmsg.NewFetchResponseTopicPartition()
+	p.Partition, p.ErrorCode, p.HighWatermark = lp.Partition, lp.ErrorCode, lp.HighWatermark
+	p.LastStableOffset, p.LogStartOffset, p.AbortedTransactions = lp.LastStableOffset, lp.LogStartOffset, lp.AbortedTransactions
+	p.PreferredReadReplica, p.RecordBatches = lp.PreferredReadReplica, lp.RecordBatches[:end]
+	view := *r
+	view.Topics = append([]kmsg.FetchResponseTopic(nil), r.Topics...)
+	vt := &view.Topics[len(view.Topics)-1]
+	vt.Partitions = append(append([]kmsg.FetchResponseTopicPartition(nil), t.Partitions[:len(t.Partitions)-1]...), p)
+	return &view, func() { lp.RecordBatches = lp.RecordBatches[:end] }
 }

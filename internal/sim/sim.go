@@ -149,12 +149,13 @@ type Stats struct {
 	// was lost; fetches answered with a diverging epoch, with
 	// OFFSET_OUT_OF_RANGE, with FENCED_LEADER_EPOCH; ListOffsets sent; log
 	// background tasks (flushes after rolls); fetches sent ahead of the
-	// answer before them (FetchAhead), and the partitions of their answers
-	// that applied and that were dropped (the log no longer ended at the
-	// offset fetched).
+	// answer before them (FetchAhead), those of them on a view of the
+	// answer before as it arrived (the Runner's early send), and the
+	// partitions of their answers that applied and that were dropped (the
+	// log no longer ended at the offset fetched).
 	Elections, ControllerWrites, FencedWrites, ZKCallsLost      int
 	Diverging, OutOfRange, Fenced, ListOffsets, BackgroundTasks int
-	FetchesAhead, AheadApplied, AheadDropped                    int
+	FetchesAhead, FetchesEarly, AheadApplied, AheadDropped      int
 	Steps                                                       int
 }
 
