@@ -21,7 +21,7 @@ type Early func(frame []byte, size int) kmsg.Request
 // starts, while the rest of the answer is still on the wire) and returned
 // as next, sent true, for Receive to read after this one. A response that
 // does not fit *buf's capacity is read without the hook (the buffer grows
-// only as bytes arrive; see readBody).
+// only as bytes arrive; see readBody). A nil early is Receive.
 func (c *Conn) ReceiveEarly(ctx context.Context, s Sent, buf *[]byte, early Early) (resp kmsg.Response, next Sent, sent bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -34,6 +34,10 @@ func (c *Conn) ReceiveEarly(ctx context.Context, s Sent, buf *[]byte, early Earl
 	c.unread = c.unread[:copy(c.unread, c.unread[1:])]
 	stop := c.watch(ctx)
 	defer stop()
+	if early == nil {
+		resp, err = c.read(ctx, s.req, s.corr, buf)
+		return resp, Sent{}, false, err
+	}
 	hook := func(frame []byte, size int) error {
 		if sent {
 			return nil

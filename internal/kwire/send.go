@@ -2,7 +2,6 @@ package kwire
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -54,16 +53,6 @@ func (c *Conn) Send(ctx context.Context, req kmsg.Request) (Sent, error) {
 // a caller alternating two buffers keeps one response while it reads the
 // next.
 func (c *Conn) Receive(ctx context.Context, s Sent, buf *[]byte) (kmsg.Response, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return nil, err
-	}
-	if len(c.unread) == 0 || c.unread[0] != s.corr {
-		return nil, fmt.Errorf("%w: response %d asked out of order", ErrUnread, s.corr)
-	}
-	c.unread = c.unread[:copy(c.unread, c.unread[1:])]
-	stop := c.watch(ctx)
-	defer stop()
-	return c.read(ctx, s.req, s.corr, buf)
+	resp, _, _, err := c.ReceiveEarly(ctx, s, buf, nil)
+	return resp, err
 }
