@@ -127,9 +127,44 @@ func (c chunkyConn) Read(b []byte) (int, error) {
 
 // TestRunnerFetchEarly: a follower far behind whose answers arrive in
 // pieces sends its next fetch while an answer is still arriving, as soon
-// as the batch headers read so far tell where it starts (earlyFetchView);
-// it ends holding exactly the leader's records, back in the ISR.
+// as the batch headers read so far tell where it starts (earlyView); it
+// ends holding exactly the leader's records, back in the ISR.
 func TestRunnerFetchEarly(t *testing.T) {
+	c := chunkyCluster(t, 600)
+	c.nodes[2].start(t)
+	waitFor(t, "the follower at the leader's log end and in the ISR", func() bool {
+		return c.caughtUp(tp0, 1, 2) && len(c.isr(tp0, 1)) == 2
+	})
+	c.sameLogs(t, tp0, 1, 2)
+	if n := c.nodes[2].run.early.Load(); n == 0 {
+		t.Fatal("no fetch was sent while the answer before arrived")
+	} else {
+		t.Logf("%d fetches sent early", n)
+	}
+}
+
+// TestRunnerCloseWhileFetchingEarly: closing the Runner while fetches are
+// being sent early hands every outcome back, the early ones included: the
+// Manager has no fetch in flight left and asks the next from the log end.
+func TestRunnerCloseWhileFetchingEarly(t *testing.T) {
+	c := chunkyCluster(t, 3000)
+	f := c.nodes[2].m
+	c.nodes[2].start(t)
+	run := c.nodes[2].run
+	waitFor(t, "fetches sent early", func() bool { return run.early.Load() >= 5 })
+	c.nodes[2].stop(t)
+	leo := f.Partition(tp0.Topic, tp0.Partition).Log().LogEndOffset()
+	r := f.Ready(time.Now().UnixMilli() + 60_000)
+	if len(r.Fetches) != 1 || onlyPart(t, r.Fetches[0].Req).FetchOffset != leo {
+		t.Fatalf("after Close the Manager gives fetches %+v (log end %d): an outcome was not handed back", r.Fetches, leo)
+	}
+}
+
+// chunkyCluster is a leader (broker 1) holding n records of 3 KB of tp0
+// and a follower (broker 2, its Runner not started) whose connections
+// hand out reads in pieces (chunkyConn); replica.fetch.max.bytes 64 KiB.
+func chunkyCluster(t *testing.T, n int) *tcluster {
+	t.Helper()
 	c := newCluster(t, clusterOptions{
 		cfg: func(cfg *Config) {
 			cfg.ReplicaFetchMaxBytes = 64 << 10
@@ -150,17 +185,8 @@ func TestRunnerFetchEarly(t *testing.T) {
 	c.elect(tp0, 1, []int32{1}, 1, 2)
 	l := c.nodes[1].m.Partition(tp0.Topic, tp0.Partition)
 	value := strings.Repeat("v", 3000)
-	for i := range 600 {
+	for i := range n {
 		produce(t, l, 1, fmt.Sprintf("%04d-%s", i, value))
 	}
-	c.nodes[2].start(t)
-	waitFor(t, "the follower at the leader's log end and in the ISR", func() bool {
-		return c.caughtUp(tp0, 1, 2) && len(c.isr(tp0, 1)) == 2
-	})
-	c.sameLogs(t, tp0, 1, 2)
-	if n := c.nodes[2].run.early.Load(); n == 0 {
-		t.Fatal("no fetch was sent while the answer before arrived")
-	} else {
-		t.Logf("%d fetches sent early", n)
-	}
+	return c
 }
