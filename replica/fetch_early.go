@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
 )
 
 // earlyTail is how many bytes of a Fetch answer's last records, at most a
@@ -15,10 +17,6 @@ const earlyTail = 64 << 10
 
 // earlyTailOf is earlyTail for n bytes of records.
 func earlyTailOf(n int) int { return min(earlyTail, n/16) }
-
-// batchV2Header is a v2 record batch's header: offset, size, leader epoch,
-// magic, CRC, attributes, last offset delta, timestamps, producer, count.
-const batchV2Header = 61
 
 // earlyView follows a Fetch v12 answer as its frame (correlation id first,
 // after the size prefix) arrives, for a fetcher that sends its next Fetch
@@ -58,15 +56,15 @@ func (e *earlyView) update(frame []byte, size int) (view *kmsg.FetchResponse, cu
 	}
 	have := min(len(frame)-e.recStart, e.n)
 	for !e.final {
-		if e.n-e.p < 12 { // nothing more, or less than a batch's offset and size
+		if e.n-e.p < record.LogOverhead { // nothing more, or less than a batch's offset and size
 			e.final = true
 			break
 		}
-		if have < e.p+12 {
+		if have < e.p+record.LogOverhead {
 			break
 		}
-		total := 12 + int(int32(binary.BigEndian.Uint32(frame[e.recStart+e.p+8:])))
-		if total < batchV2Header {
+		total := record.LogOverhead + int(int32(binary.BigEndian.Uint32(frame[e.recStart+e.p+8:])))
+		if total < record.BatchHeaderSize {
 			e.bad = true
 			return nil, 0, false
 		}
@@ -74,7 +72,7 @@ func (e *earlyView) update(frame []byte, size int) (view *kmsg.FetchResponse, cu
 			e.final = true // a partial batch ends the answer
 			break
 		}
-		if have < e.p+batchV2Header {
+		if have < e.p+record.BatchHeaderSize {
 			break
 		}
 		e.p += total
@@ -147,12 +145,6 @@ func (e *earlyView) parse(frame []byte) bool {
 	}
 	e.view = view
 	return true
-}
-
-// earlyFetchView is a new earlyView's update.
-func earlyFetchView(frame []byte, size int) (*kmsg.FetchResponse, int, bool) {
-	var e earlyView
-	return e.update(frame, size)
 }
 
 // wireWalk reads the flexible-version fields of a partly arrived frame;

@@ -6,7 +6,15 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/record"
 )
+
+// earlyFetchView is a new earlyView's update.
+func earlyFetchView(frame []byte, size int) (*kmsg.FetchResponse, int, bool) {
+	var e earlyView
+	return e.update(frame, size)
+}
 
 // fetchFrame is resp as a Fetch v12 answer's frame after its size prefix:
 // correlation id, the header's empty tagged fields, the body.
@@ -42,7 +50,7 @@ func TestEarlyFetchViewWaitsForTheLastWholeBatch(t *testing.T) {
 	records := append(append(append([]byte(nil), a...), b...), c[:40<<10]...)
 	frame := fetchFrame(fetchAnswer(records))
 	recStart := bytes.Index(frame, a)
-	want := recStart + len(a) + len(b) + 12
+	want := recStart + len(a) + len(b) + record.LogOverhead
 	var e earlyView // updated as the bytes come, as a fetcher does
 	for k := 0; k <= len(frame); k++ {
 		view, cut, ok := earlyFetchView(frame[:k], len(frame))
@@ -96,7 +104,7 @@ func TestEarlyFetchViewTail(t *testing.T) {
 		for len(records)-(j+1)*len(batches[0]) > earlyTailOf(len(records)) {
 			j++
 		}
-		want := recStart + j*len(batches[0]) + batchV2Header
+		want := recStart + j*len(batches[0]) + record.BatchHeaderSize
 		for k := recStart; k <= want; k++ {
 			_, cut, ok := earlyFetchView(frame[:k], len(frame))
 			if ok != (k == want) {

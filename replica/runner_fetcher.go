@@ -252,13 +252,11 @@ func (r *Runner) readAhead(f *fetcher, a *ahead) {
 	}
 	go func() {
 		defer close(a.done)
-		resp, s, sent, err := c.ReceiveEarly(a.ctx, a.sent, buf, hook)
+		// a.next is set only when its fetch goes: written (sent), or the
+		// write failed and so does this read
+		resp, s, _, err := c.ReceiveEarly(a.ctx, a.sent, buf, hook)
 		if a.next != nil {
-			if sent {
-				a.next.sent = s
-			} else if err == nil {
-				err = fmt.Errorf("%w: early fetch not sent", kwire.ErrClosed)
-			}
+			a.next.sent = s
 		}
 		if err != nil {
 			a.err = err
