@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +62,11 @@ type conn struct {
 	peer     string
 
 	quota connQuota // client quotas (conn_quota.go)
+
+	// answered is set once a request past the handshake has been
+	// answered: at shutdown such a connection closes as soon as it waits
+	// for its next request (Server.Close).
+	answered atomic.Bool
 }
 
 // inBufSize is the connection's read-ahead buffer, allocated at its first
@@ -109,18 +115,25 @@ func (c *conn) serve() {
 	for {
 		_ = c.nc.SetReadDeadline(c.idleDeadline())
 		if c.s.closing.Load() { // checked after the deadline: see Server.Close
-			return
+			if c.answered.Load() {
+				return
+			}
+			_ = c.nc.SetReadDeadline(c.s.drainUntil)
 		}
 		frame, err := c.readFrame()
 		if err != nil {
 			c.logReadError(err)
 			return
 		}
+		handshake := c.handshake(frame)
 		err = c.handle(frame)
 		c.releaseRequest()
 		if err != nil {
 			c.log.Error("closing connection", "error", err)
 			return
+		}
+		if !handshake {
+			c.answered.Store(true)
 		}
 		if d := c.quota.throttle; d > 0 {
 			c.quota.throttle = 0
@@ -132,6 +145,33 @@ func (c *conn) serve() {
 		if cap(c.wbuf) > keepBuf {
 			c.wbuf = nil
 		}
+	}
+}
+
+// handshake reports whether frame is part of the connection's handshake:
+// ApiVersions, SaslHandshake, SaslAuthenticate or a bare SASL token.
+func (c *conn) handshake(frame []byte) bool {
+	if c.auth.raw {
+		return true
+	}
+	if len(frame) < 2 {
+		return false
+	}
+	switch int16(binary.BigEndian.Uint16(frame)) {
+	case kmsg.ApiVersions.Int16(), kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16():
+		return true
+	}
+	return false
+}
+
+// wake makes the connection see that the broker is closing: at once if
+// it waits for its next request, after the server's drainUntil if it has
+// answered only its handshake (see Server.Close).
+func (c *conn) wake() {
+	if c.answered.Load() {
+		_ = c.nc.SetReadDeadline(time.Now())
+	} else {
+		_ = c.nc.SetReadDeadline(c.s.drainUntil)
 	}
 }
 

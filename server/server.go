@@ -56,10 +56,15 @@ type Server struct {
 	conns   map[*conn]struct{}
 	closing atomic.Bool
 	done    chan struct{} // closed when shutdown begins
-	connWG  sync.WaitGroup
-	accWG   sync.WaitGroup
-	bgWG    sync.WaitGroup // background jobs (retention)
-	nextID  atomic.Uint64
+	// drainUntil is how long a connection that has answered only its
+	// handshake may wait for its first request once closing is set
+	// (freshDrain after Close began; see Close).
+	drainUntil time.Time
+	freshDrain time.Duration
+	connWG     sync.WaitGroup
+	accWG      sync.WaitGroup
+	bgWG       sync.WaitGroup // background jobs (retention)
+	nextID     atomic.Uint64
 
 	onLogDirOffline func(dir string, err error)
 
@@ -121,6 +126,7 @@ func Start(cfg *Config, opts *Options) (*Server, error) {
 		limits: limits,
 		reqMem: newRequestMemory(cfg.QueuedMaxRequestBytes),
 
+		freshDrain:      freshDrain,
 		decompression:   newMemBudget(DecompressionBudget),
 		onLogDirOffline: o.OnLogDirOffline,
 	}
@@ -280,6 +286,11 @@ func (s *Server) NodeID() int32 {
 	return s.cfg.NodeID
 }
 
+// freshDrain is how long, at shutdown, a connection that has answered only
+// its handshake may wait for its first request (see Close). A client sends
+// it as soon as ApiVersions is answered, so this covers a loaded machine.
+const freshDrain = 500 * time.Millisecond
+
 // acceptLoop accepts connections while max.connections allows: it takes a
 // slot before it accepts, so at the limit new clients wait in the kernel's
 // backlog until a connection closes (Kafka's acceptor waits the same way).
@@ -318,14 +329,7 @@ func (s *Server) acceptLoop(ln net.Listener, listener string) {
 		c := newConn(s, s.secureConn(nc, listener))
 		c.ip, c.listener = ip, listener
 		c.initAuth()
-		s.mu.Lock()
-		if s.closing.Load() {
-			s.mu.Unlock()
-			nc.Close()
-			s.limits.releaseIP(ip)
-			s.limits.releaseSlot()
-			return
-		}
+		s.mu.Lock() // Close waits for this loop before it wakes s.conns
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)
 		s.mu.Unlock()
@@ -345,6 +349,14 @@ func (s *Server) removeConn(c *conn) {
 // Close shuts down: stop accepting, let every connection finish the request
 // it is handling (up to strata.shutdown.timeout.ms), then flush and close the
 // logs. Safe to call more than once.
+//
+// A connection that has answered only its handshake (ApiVersions, SASL) is
+// not cut while it waits: its client has not seen it work, and a client such
+// as franz-go takes an end of stream on a connection's first request for a
+// misconfiguration (missing SASL or TLS) and gives up instead of retrying.
+// It gets up to freshDrain to send its first request, which is answered
+// (after the controlled shutdown, most answers send the client elsewhere)
+// before the connection closes.
 func (s *Server) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
@@ -356,25 +368,29 @@ func (s *Server) Close() error {
 	if s.cl != nil {
 		s.cl.controlledShutdown() // while still serving, as Kafka
 	}
+	// Stop accepting first: a client dialing now is refused, and retries.
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
 	s.mu.Lock()
+	s.drainUntil = time.Now().Add(min(s.freshDrain, time.Duration(s.cfg.ShutdownTimeoutMs)*time.Millisecond))
 	s.closing.Store(true)
 	close(s.done)
 	if s.cl != nil {
 		s.cl.cancel() // parked acks=all produces answer now
 	}
+	s.mu.Unlock()
+	s.accWG.Wait() // every accepted connection is in s.conns now
+	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	for _, ln := range s.listeners {
-		ln.Close()
-	}
-	s.accWG.Wait()
 	// Wake connections waiting for their next request; one handling a
 	// request finishes it, writes the response and then sees closing.
 	for _, c := range conns {
-		_ = c.nc.SetReadDeadline(time.Now())
+		c.wake()
 	}
 	finished := make(chan struct{})
 	go func() { s.connWG.Wait(); close(finished) }()
