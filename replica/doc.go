@@ -104,7 +104,8 @@
 //     connection and is handed back: the Manager backs the partitions off
 //     for replica.fetch.backoff.ms, and the next fetch dials again. A new
 //     leader is a new target: Ready says so. The fetchers' SO_RCVBUF is
-//     replica.socket.receive.buffer.bytes (-1: the OS's).
+//     replica.socket.receive.buffer.bytes (default -1, the OS's autotuning,
+//     where Kafka's is 65536: DefaultReplicaSocketReceiveBufferBytes).
 //   - ListOffsets (a follower out of range, rare): each on a connection of
 //     its own, closed after.
 //   - The AlterPartition sender: one request at a time to the controller

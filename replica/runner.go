@@ -18,10 +18,18 @@ import (
 	"github.com/stratalog/strata/internal/kwire"
 )
 
-// Kafka 2.8's defaults for the Runner's settings.
+// Kafka 2.8's defaults for the Runner's settings, but one.
 const (
-	DefaultReplicaSocketTimeoutMs                   = 30000
-	DefaultReplicaSocketReceiveBufferBytes          = 64 << 10
+	DefaultReplicaSocketTimeoutMs = 30000
+	// DefaultReplicaSocketReceiveBufferBytes is -1, the OS's autotuned
+	// buffer, where Kafka's default is 64 KiB: a follower catching up
+	// over a 64 KiB window spends its core reading, because each read
+	// that reopens the window makes the kernel send the leader's next
+	// segments in the reader's context; the autotuned window lets the
+	// leader's core send them (README, issue 18's floors). 65536 gives
+	// Kafka's behaviour.
+	DefaultReplicaSocketReceiveBufferBytes          = -1
+	KafkaReplicaSocketReceiveBufferBytes            = 64 << 10
 	DefaultReplicaHighWatermarkCheckpointIntervalMs = 5000
 	// maxAlterBackoffMs caps the AlterPartition sender's backoff while the
 	// controller it knows keeps failing (see runAlter).
@@ -97,7 +105,7 @@ func StartRunner(m *Manager, o RunnerOptions) (*Runner, error) {
 	if o.SocketTimeoutMs == 0 {
 		o.SocketTimeoutMs = DefaultReplicaSocketTimeoutMs
 	}
-	if o.SocketReceiveBufferBytes == 0 {
+	if o.SocketReceiveBufferBytes == 0 { // a Runner cannot ask for no buffer
 		o.SocketReceiveBufferBytes = DefaultReplicaSocketReceiveBufferBytes
 	}
 	if o.HighWatermarkCheckpointIntervalMs == 0 {

@@ -40,9 +40,9 @@ func catchUpBytes(b *testing.B) int64 {
 // connection moves over 127.0.0.1 in the same run) and their ratio (issue
 // 18's floor: 0.5). Each iteration starts a new empty follower; an untimed
 // catch-up first warms the page cache and the VM's memory. Cases: one
-// partition with replica.socket.receive.buffer.bytes at Kafka's 64 KiB and
-// at the OS's autotuning (-1), and with replica.fetch.max.bytes 8 MiB;
-// eight partitions (8 MiB fetch responses).
+// partition with replica.socket.receive.buffer.bytes at the default (-1,
+// the OS's autotuning) and at Kafka's 64 KiB, and with
+// replica.fetch.max.bytes 8 MiB; eight partitions (8 MiB fetch responses).
 //
 // Beside the wall clock, which on a shared machine mostly follows the
 // other work, each case reports the CPU the process spent per MB
@@ -89,7 +89,7 @@ func BenchmarkFollowerCatchUp(b *testing.B) {
 		type catchUpCase struct{ rcvbuf, fetchMax int }
 		cases := []catchUpCase{{DefaultReplicaSocketReceiveBufferBytes, DefaultReplicaFetchMaxBytes}}
 		if parts == 1 {
-			cases = append(cases, catchUpCase{-1, DefaultReplicaFetchMaxBytes}, catchUpCase{DefaultReplicaSocketReceiveBufferBytes, 8 << 20})
+			cases = append(cases, catchUpCase{KafkaReplicaSocketReceiveBufferBytes, DefaultReplicaFetchMaxBytes}, catchUpCase{DefaultReplicaSocketReceiveBufferBytes, 8 << 20})
 		}
 		for _, cc := range cases {
 			rcvbuf := cc.rcvbuf

@@ -37,7 +37,8 @@ type ClusterConfig struct {
 	ReplicationQuotaWindowSizeSec int32 // replication.quota.window.size.seconds (default 1)
 
 	// ReplicaSocketReceiveBufferBytes is replica.socket.receive.buffer.bytes,
-	// the fetchers' SO_RCVBUF (default 65536; -1: the OS's autotuning).
+	// the fetchers' SO_RCVBUF (default -1, the OS's autotuning; Kafka's is
+	// 65536: see replica.DefaultReplicaSocketReceiveBufferBytes).
 	ReplicaSocketReceiveBufferBytes int32
 
 	ControlledShutdownEnable         bool  // controlled.shutdown.enable (default true)

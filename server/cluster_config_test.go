@@ -22,7 +22,7 @@ func TestClusterConfigDefaults(t *testing.T) {
 		OffsetsTopicReplicationFactor: 3, MinInsyncReplicas: 1,
 		ReplicaLagTimeMaxMs: 30000, ReplicaFetchMaxBytes: 1 << 20, ReplicaFetchResponseMaxBytes: 10 << 20,
 		ReplicaFetchWaitMaxMs: 500, ReplicaFetchMinBytes: 1, ReplicaFetchBackoffMs: 1000, ReplicaSocketTimeoutMs: 30000,
-		ReplicaSocketReceiveBufferBytes: 65536,
+		ReplicaSocketReceiveBufferBytes: -1,
 		NumReplicaFetchers:              1, ReplicaHWCheckpointIntervalMs: 5000,
 		ReplicationQuotaWindowNum: 11, ReplicationQuotaWindowSizeSec: 1,
 		ControlledShutdownEnable: true, ControlledShutdownMaxRetries: 3, ControlledShutdownRetryBackoffMs: 5000,

@@ -3,15 +3,15 @@ package server
 import "testing"
 
 // TestReplicaSocketReceiveBuffer: replica.socket.receive.buffer.bytes is
-// a broker property (Kafka's default 65536, -1 for the OS's autotuning),
-// handed to the replica fetchers' sockets.
+// a broker property (default -1, the OS's autotuning, where Kafka's is
+// 65536), handed to the replica fetchers' sockets.
 func TestReplicaSocketReceiveBuffer(t *testing.T) {
 	for _, tc := range []struct {
 		props []string
 		want  int32
 	}{
-		{nil, 65536},
-		{[]string{"replica.socket.receive.buffer.bytes=-1"}, -1},
+		{nil, -1},
+		{[]string{"replica.socket.receive.buffer.bytes=65536"}, 65536},
 		{[]string{"replica.socket.receive.buffer.bytes=1048576"}, 1 << 20},
 	} {
 		c, err := LoadConfig("", append([]string{"zookeeper.connect=127.0.0.1:2181"}, tc.props...), nil)
