@@ -28,7 +28,9 @@ const (
 	// segments in the reader's context; the autotuned window lets the
 	// leader's core send them (README, issue 18's floors). 65536 gives
 	// Kafka's behaviour.
-	DefaultReplicaSocketReceiveBufferBytes          = -1
+	DefaultReplicaSocketReceiveBufferBytes = -1
+	// KafkaReplicaSocketReceiveBufferBytes is Kafka's default for
+	// replica.socket.receive.buffer.bytes.
 	KafkaReplicaSocketReceiveBufferBytes            = 64 << 10
 	DefaultReplicaHighWatermarkCheckpointIntervalMs = 5000
 	// maxAlterBackoffMs caps the AlterPartition sender's backoff while the
