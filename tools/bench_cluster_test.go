@@ -192,8 +192,8 @@ func hasConfig(cs []kadm.Config, name, value string) bool {
 	return false
 }
 
-// TestBenchMirror runs strata bench mirror small: two broker processes, two
-// runs (the brokers swap roles), and checks the JSON figures and that every
+// TestBenchMirror runs strata bench mirror small: two broker processes, an
+// untimed warm-up run and two timed runs (the brokers swap roles), and checks the JSON figures and that every
 // record reached the target.
 func TestBenchMirror(t *testing.T) {
 	if testing.Short() {
@@ -201,7 +201,7 @@ func TestBenchMirror(t *testing.T) {
 	}
 	t.Setenv("STRATA_TOOLS_MAIN", "1")
 	dir := t.TempDir()
-	out, errOut, code := run(t, "bench", "mirror", "--records", "20000", "--warmup-records", "10", "--runs", "2", "--dir", dir, "--json")
+	out, errOut, code := run(t, "bench", "mirror", "--records", "20000", "--warmup-records", "10", "--runs", "2", "--warmup-runs", "1", "--dir", dir, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -209,7 +209,7 @@ func TestBenchMirror(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if res.Records != 20000 || res.WarmupRecords != 10 || res.RecordSize != 100 || res.Runs != 2 || res.Streams != 1 || res.MaxPoll != 5000 {
+	if res.Records != 20000 || res.WarmupRecords != 10 || res.RecordSize != 100 || res.Runs != 2 || res.WarmupRuns != 1 || res.Streams != 1 || res.MaxPoll != 0 {
 		t.Errorf("settings: %+v", res)
 	}
 	if res.ProduceRecordsPerSec <= 0 || res.ProduceMBps <= 0 || res.ProduceCPUSeconds <= 0 {

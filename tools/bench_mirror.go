@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -23,7 +24,9 @@ func benchMirrorCommand() *cli.Command {
 		UsageText: "strata bench mirror [--records N] [--record-size BYTES] [--runs K] [--num.streams N] [--json]",
 		Description: `Starts two single-node strata brokers on 127.0.0.1, each a child process of this
 binary ("strata broker --override ...", no ZooKeeper) with its data in a
-temporary directory, and in each run:
+temporary directory, has each create its offsets topic (the group
+coordinator's one-time start, about 0.15 s on a fresh broker, as any broker
+that has served a group has done), and in each run:
   produce  N records of S value bytes to a new one-partition topic on the
            source with strata bench broker's producer (acks=1, idempotence off,
            no compression, linger 10 ms, 1 MB batches, 1 request in flight),
@@ -32,11 +35,16 @@ temporary directory, and in each run:
   mirror   the topic to the other broker with strata mirror's code path and
            default options (in this process: one stream, group
            strata-bench-mirror-<run>, acks=all on the target, offsets
-           committed after the target's acknowledgement, 5,000 records per
-           poll, the producer not lingering), timed from the mirror's start
+           committed after the target's acknowledgement, every buffered
+           record per poll, the producer not lingering), timed from the
+           mirror's start
            (consumer group join and target topic creation included) until
            the target's end offset equals the source's (W + N).
-The two brokers swap the source and target roles from run to run. Reported:
+Before each timed phase this process collects its garbage, so that neither
+phase pays for the other's heap.
+The first --warmup-runs runs are untimed: memory the machine has not touched
+lately is slow to fault in. The two brokers swap the source and target roles
+from run to run. Reported:
 the medians over --runs of both rates, and the ratio mirror / produce
 (issue 20's floor: 0.5), with the brokers' and this process's CPU seconds.
 MB = 10^6 bytes of record values.
@@ -51,6 +59,7 @@ Examples:
 			&cli.IntFlag{Name: "record-size", Value: 100, Usage: "value bytes per record"},
 			&cli.IntFlag{Name: "num.streams", Value: 1, Usage: "strata mirror's --num.streams"},
 			&cli.IntFlag{Name: "runs", Value: 3, Usage: "repetitions; medians are reported"},
+			&cli.IntFlag{Name: "warmup-runs", Value: 2, Usage: "untimed runs first (each broker is source once and target once)"},
 			&cli.StringFlag{Name: "topic-prefix", Value: "strata-bench-mirror", Usage: "prefix of the topics created"},
 			&cli.StringFlag{Name: "dir", Usage: "where the brokers' temporary directories go (default: $TMPDIR)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the brokers' directories (logs included)"},
@@ -68,10 +77,11 @@ Examples:
 type BenchMirrorResult struct {
 	Records       int64   `json:"records"`
 	WarmupRecords int64   `json:"warmup_records"`
+	WarmupRuns    int     `json:"warmup_runs"`
 	RecordSize    int     `json:"record_size"`
 	Runs          int     `json:"runs"`
 	Streams       int     `json:"num_streams"`
-	MaxPoll       int     `json:"mirror_max_poll_records"`
+	MaxPoll       int     `json:"mirror_max_poll_records"` // 0: every buffered record
 	LoadAvg1      float64 `json:"loadavg_1m"`
 	LoadAvg1End   float64 `json:"loadavg_1m_end"`
 	// The reference: strata bench broker's producer to the source broker.
@@ -105,6 +115,8 @@ func runBenchMirror(c *cli.Context) error {
 	}
 	streams := c.Int("num.streams")
 	switch {
+	case c.Int("warmup-runs") < 0:
+		return usageErr("--warmup-runs must not be negative")
 	case cfg.records < 1 || cfg.runs < 1 || cfg.warmup < 1:
 		return usageErr("--records, --warmup-records and --runs must be positive")
 	case cfg.recordSize < 1:
@@ -151,28 +163,39 @@ func runBenchMirror(c *cli.Context) error {
 			}
 		}()
 		brokers[i] = b
+		if err := warmGroupCoordinator(b.addr); err != nil {
+			return failErr(fmt.Errorf("broker %d: %w", i+1, err))
+		}
 	}
-	res := &BenchMirrorResult{Records: cfg.records, WarmupRecords: cfg.warmup, RecordSize: cfg.recordSize, Runs: cfg.runs,
+	res := &BenchMirrorResult{Records: cfg.records, WarmupRecords: cfg.warmup, WarmupRuns: c.Int("warmup-runs"), RecordSize: cfg.recordSize, Runs: cfg.runs,
 		Streams: streams, MaxPoll: defaultMirrorOptions().maxPoll, LoadAvg1: loadAvg1()}
 	cpu := func() time.Duration { return brokers[0].cpu() + brokers[1].cpu() + processCPU() }
-	bar := newProgress(c.App.ErrWriter, int64(cfg.runs)*2*cfg.records*int64(cfg.recordSize), "bench mirror")
+	warmRuns := c.Int("warmup-runs")
+	bar := newProgress(c.App.ErrWriter, int64(warmRuns+cfg.runs)*2*cfg.records*int64(cfg.recordSize), "bench mirror")
 	var runs []benchMirrorRun
-	for run := 0; run < cfg.runs; run++ {
-		src, dst := brokers[run%2], brokers[(run+1)%2]
+	// Runs -warmRuns..-1 are untimed: they fault in the memory of the
+	// brokers and of this process (a first run here took up to twice as
+	// long, in both phases).
+	for run := -warmRuns; run < cfg.runs; run++ {
+		src, dst := brokers[(run+warmRuns)%2], brokers[(run+warmRuns+1)%2]
 		topic := fmt.Sprintf("%s-%d-%d", cfg.topicPrefix, time.Now().UnixNano(), run)
 		var r benchMirrorRun
+		runtime.GC()
 		cpu0 := cpu()
 		if r.produce, err = benchProduce(cfg, brokerTarget(src.addr), topic, bar); err != nil {
-			return failErr(fmt.Errorf("run %d: produce: %w", run+1, err))
+			return failErr(fmt.Errorf("%s: produce: %w", benchRunName(run, warmRuns), err))
 		}
 		r.produceCPU = cpu() - cpu0
+		runtime.GC()
 		cpu0 = cpu()
 		if r.mirror, r.first, err = benchMirrorOnce(src.addr, dst.addr, topic, streams, cfg.warmup+cfg.records); err != nil {
-			return failErr(fmt.Errorf("run %d: mirror: %w", run+1, err))
+			return failErr(fmt.Errorf("%s: mirror: %w", benchRunName(run, warmRuns), err))
 		}
 		r.mirrorCPU = cpu() - cpu0
 		bar.add(cfg.records * int64(cfg.recordSize))
-		runs = append(runs, r)
+		if run >= 0 {
+			runs = append(runs, r)
+		}
 	}
 	bar.done()
 	res.LoadAvg1End = loadAvg1()
@@ -181,6 +204,32 @@ func runBenchMirror(c *cli.Context) error {
 		return writeJSON(c.App.Writer, res)
 	}
 	printBenchMirror(c.App.Writer, res)
+	return nil
+}
+
+// benchRunName names run (negative: one of warm warm-up runs) in errors.
+func benchRunName(run, warm int) string {
+	if run < 0 {
+		return fmt.Sprintf("warm-up run %d", warm+run+1)
+	}
+	return fmt.Sprintf("run %d", run+1)
+}
+
+// warmGroupCoordinator has the broker at addr create its offsets topic, as
+// a broker that has served a consumer group has: the first FindCoordinator
+// of a fresh broker creates offsets.topic.num.partitions partitions (about
+// 0.15 s here), a one-time cost of the broker, not of the mirror.
+func warmGroupCoordinator(addr string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := kadm.NewClient(cl).FindGroupCoordinators(ctx, "strata-bench-mirror-warmup").Error(); err != nil {
+		return fmt.Errorf("creating the offsets topic (FindCoordinator): %w", err)
+	}
 	return nil
 }
 

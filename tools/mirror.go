@@ -37,7 +37,8 @@ Offsets are committed to the source group only after the target acknowledged the
 records with acks=all, so killing the mirror (even SIGKILL) loses nothing; what was
 mirrored but not committed is mirrored again on restart (duplicates, never gaps).
 A stream produces the records of consecutive polls as they come and commits once per
-window (up to 8 polls or 200 ms, and whenever a poll brings nothing), after every
+window (up to 8 polls, 200 ms or 32 MiB of keys and values, and whenever a poll
+brings nothing; a poll takes every record fetched unless max.poll.records), after every
 record of the window is acknowledged; rebalances wait for the window's commit.
 While the target is down the client retries with franz-go's backoff (0.25 s doubling
 to 5 s, metadata refreshed at most every 5 s) and nothing is committed. SIGINT or SIGTERM: finish the window in flight (up to

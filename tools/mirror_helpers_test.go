@@ -28,7 +28,7 @@ func testMirrorOptions(t *testing.T, src, dst, wl string) mirrorOptions {
 		t.Fatal(err)
 	}
 	return mirrorOptions{source: []string{src}, target: []string{dst}, group: "mirror-test", include: re,
-		streams: 1, earliest: true, maxPoll: 5000, topicRefresh: 100 * time.Millisecond, shutdown: 30 * time.Second,
+		streams: 1, earliest: true, topicRefresh: 100 * time.Millisecond, shutdown: 30 * time.Second,
 		consumerOpts: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}}
 }
 

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -23,7 +24,7 @@ type mirrorOptions struct {
 	streams        int
 	preserve       bool
 	earliest       bool // auto.offset.reset
-	maxPoll        int
+	maxPoll        int  // records per poll; 0: every record the client has buffered
 	topicRefresh   time.Duration
 	progress       time.Duration // 0: no progress lines
 	shutdown       time.Duration
@@ -66,7 +67,6 @@ func defaultMirrorOptions() mirrorOptions {
 		group:        "strata-mirror",
 		streams:      1,
 		earliest:     true,
-		maxPoll:      5000,
 		topicRefresh: 5 * time.Second,
 		progress:     10 * time.Second,
 		shutdown:     30 * time.Second,
@@ -307,4 +307,15 @@ func (o *mirrorOptions) producerProperties(path string) error {
 	}
 	o.producerOpts = append(o.producerOpts, opts...)
 	return nil
+}
+
+// producerBuffer is the target producer's record limit: room for every
+// stream's window, so that Produce never blocks (a window is closed by
+// polls, time and bytes, so it is unbounded in records unless
+// max.poll.records bounds each poll).
+func (o mirrorOptions) producerBuffer() int {
+	if o.maxPoll <= 0 {
+		return math.MaxInt32
+	}
+	return min(o.maxPoll*mirrorWindowPolls*o.streams+1024, math.MaxInt32)
 }

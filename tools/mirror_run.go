@@ -74,7 +74,7 @@ func newMirror(opts mirrorOptions, stderr io.Writer) (*mirror, error) {
 		kgo.DisableIdempotentWrite(),
 		kgo.MaxProduceRequestsInflightPerBroker(1),
 		// Room for every stream's window: Produce never blocks.
-		kgo.MaxBufferedRecords(opts.maxPoll*mirrorWindowPolls*opts.streams + 1024),
+		kgo.MaxBufferedRecords(opts.producerBuffer()),
 		// Kafka's producer default (compression.type=none; franz-go's
 		// is snappy); compression.type in --producer.config overrides.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),

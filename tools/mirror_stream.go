@@ -66,28 +66,51 @@ func newMirrorStream(m *mirror, id int) (*mirrorStream, error) {
 // The window of a stream: records of consecutive polls are produced as they
 // come, without waiting for the previous poll's acknowledgements, and the
 // window is closed — every acknowledgement awaited, the acknowledged prefix
-// committed, rebalances allowed — after mirrorWindowPolls polls or
-// mirrorWindowTime, or as soon as a poll brings nothing. Waiting for each
-// poll's acknowledgements and committing it before the next poll put two
-// round trips (acks=all, OffsetCommit) on every 5,000 records: the target
-// and the source each sat idle half the time.
+// committed, rebalances allowed — after mirrorWindowPolls polls,
+// mirrorWindowTime or mirrorWindowBytes of keys and values, or as soon as a
+// poll brings nothing. Waiting for each poll's acknowledgements and
+// committing it before the next poll put two round trips (acks=all,
+// OffsetCommit) on every 5,000 records: the target and the source each sat
+// idle half the time.
+//
+// A poll takes every record the client has buffered (unless
+// max.poll.records says otherwise): franz-go sends a broker its next Fetch
+// only once the records of the last one are all taken, so taking them at
+// once overlaps that fetch with their produce. 5,000 records per poll left
+// the stream waiting on a fetch after every 4 MB.
 const (
 	mirrorWindowPolls = 8
 	mirrorWindowTime  = 200 * time.Millisecond
+	mirrorWindowBytes = 32 << 20
 )
 
-// mirrorWindow is the records produced since the last commit, in poll order,
-// with each one's state (recPending, recAcked, recFailed).
+// mirrorWindow is the polls produced since the last commit, in poll order.
 type mirrorWindow struct {
 	start    time.Time
-	polls    int
-	recs     []*kgo.Record
-	state    []*atomic.Int32
+	polls    []*mirrorPoll
+	records  int
+	bytes    int // keys and values
 	pending  sync.WaitGroup
 	errMu    sync.Mutex
 	firstErr error
 	cancel   context.CancelFunc // cancels the produce context of the window
 	pctx     context.Context
+}
+
+// mirrorPoll is one poll's records, produced to the target as they are:
+// the producer overwrites a record's partition, offset and leader epoch
+// when it acknowledges it, so the source's are kept beside it, with each
+// record's state (recPending, recAcked, recFailed).
+type mirrorPoll struct {
+	recs  []*kgo.Record
+	src   []mirrorSource
+	state []atomic.Int32
+}
+
+// mirrorSource is where a polled record came from.
+type mirrorSource struct {
+	partition, epoch int32
+	offset           int64
 }
 
 // run polls and mirrors until ctx ends (nil) or the target refuses records
@@ -100,7 +123,7 @@ func (s *mirrorStream) run(ctx context.Context) error {
 		// While records wait for their acknowledgements, a poll waits at
 		// most until the window closes.
 		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if len(w.recs) > 0 {
+		if w.records > 0 {
 			pctx, cancel = context.WithDeadline(ctx, w.start.Add(mirrorWindowTime))
 		}
 		fs := s.cl.PollRecords(pctx, s.m.opts.maxPoll)
@@ -125,7 +148,7 @@ func (s *mirrorStream) run(ctx context.Context) error {
 		if len(recs) > 0 {
 			s.produce(w, recs)
 		}
-		if len(recs) == 0 || w.polls >= mirrorWindowPolls || time.Since(w.start) >= mirrorWindowTime {
+		if len(recs) == 0 || len(w.polls) >= mirrorWindowPolls || w.bytes >= mirrorWindowBytes || time.Since(w.start) >= mirrorWindowTime {
 			err := s.closeWindow(ctx, w)
 			w = s.newWindow()
 			s.cl.AllowRebalance()
@@ -156,38 +179,41 @@ func (s *mirrorStream) newWindow() *mirrorWindow {
 	return w
 }
 
-// produce hands recs to the target's producer as part of window w.
+// produce hands recs to the target's producer as part of window w. The
+// polled records themselves are produced (key, value, headers and
+// timestamp kept; the partition too under --preserve-partitions): copying
+// them into new records cost more than the rest of the mirror's own work.
 func (s *mirrorStream) produce(w *mirrorWindow, recs []*kgo.Record) {
-	if w.polls == 0 {
+	if len(w.polls) == 0 {
 		w.start = time.Now()
 	}
-	w.polls++
-	state := make([]atomic.Int32, len(recs))
-	outs := make([]kgo.Record, len(recs)) // one allocation per poll, not per record
+	p := &mirrorPoll{recs: recs, src: make([]mirrorSource, len(recs)), state: make([]atomic.Int32, len(recs))}
+	w.polls = append(w.polls, p)
+	w.records += len(recs)
+	w.pending.Add(len(recs))
+	s.m.produced.Add(int64(len(recs)))
 	for i, r := range recs {
-		o := &outs[i]
-		o.Topic, o.Key, o.Value, o.Headers, o.Timestamp = r.Topic, r.Key, r.Value, r.Headers, r.Timestamp
-		if s.m.opts.preserve {
-			o.Partition = r.Partition
-		}
-		st := &state[i]
-		w.recs, w.state = append(w.recs, r), append(w.state, st)
-		w.pending.Add(1)
-		s.m.produced.Add(1)
-		s.m.prod.Produce(w.pctx, o, func(_ *kgo.Record, err error) {
-			defer w.pending.Done()
-			if err == nil {
-				st.Store(recAcked)
-				s.m.mirrored.Add(1)
-				return
-			}
-			st.Store(recFailed)
-			w.errMu.Lock()
-			if w.firstErr == nil {
-				w.firstErr = fmt.Errorf("%s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
-			}
-			w.errMu.Unlock()
-		})
+		w.bytes += len(r.Key) + len(r.Value)
+		p.src[i] = mirrorSource{partition: r.Partition, epoch: r.LeaderEpoch, offset: r.Offset}
+		r.Context = w.pctx
+		s.m.prod.Produce(w.pctx, r, func(_ *kgo.Record, err error) { s.acked(w, p, i, err) })
+	}
+}
+
+// acked is the target's answer for record i of poll p.
+func (s *mirrorStream) acked(w *mirrorWindow, p *mirrorPoll, i int, err error) {
+	defer w.pending.Done()
+	if err == nil {
+		p.state[i].Store(recAcked)
+		s.m.mirrored.Add(1)
+		return
+	}
+	p.state[i].Store(recFailed)
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	if w.firstErr == nil {
+		src := p.src[i]
+		w.firstErr = fmt.Errorf("%s/%d offset %d: %w", p.recs[i].Topic, src.partition, src.offset, err)
 	}
 }
 
@@ -197,7 +223,7 @@ func (s *mirrorStream) produce(w *mirrorWindow, recs []*kgo.Record) {
 // shutdown timeout for the acknowledgements.
 func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
 	defer w.cancel()
-	if len(w.recs) == 0 {
+	if w.records == 0 {
 		return nil
 	}
 	done := make(chan struct{})
@@ -218,7 +244,7 @@ func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
 		}
 		t.Stop()
 	}
-	unacked := s.commitAcked(w.recs, w.state)
+	unacked := s.commitAcked(w)
 	if !complete {
 		s.m.out.printf("mirror: stopping with %d records of the window not committed (the target did not acknowledge them within %v): mirrored again on restart\n",
 			unacked, s.m.opts.shutdown)
@@ -233,8 +259,9 @@ func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
 }
 
 // commitAcked commits, per source partition, the offset after the longest
-// acknowledged prefix of recs, and returns how many records stay uncommitted.
-func (s *mirrorStream) commitAcked(recs []*kgo.Record, state []*atomic.Int32) int {
+// acknowledged prefix of w's records, and returns how many records stay
+// uncommitted.
+func (s *mirrorStream) commitAcked(w *mirrorWindow) int {
 	type tp struct {
 		t string
 		p int32
@@ -242,33 +269,36 @@ func (s *mirrorStream) commitAcked(recs []*kgo.Record, state []*atomic.Int32) in
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	blocked := map[tp]bool{}
 	n := 0
-	for i, r := range recs {
-		k := tp{r.Topic, r.Partition}
-		if blocked[k] {
-			continue
+	for _, p := range w.polls {
+		for i, r := range p.recs {
+			src := p.src[i]
+			k := tp{r.Topic, src.partition}
+			if blocked[k] {
+				continue
+			}
+			if p.state[i].Load() != recAcked {
+				blocked[k] = true
+				continue
+			}
+			if offsets[r.Topic] == nil {
+				offsets[r.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			offsets[r.Topic][src.partition] = kgo.EpochOffset{Epoch: src.epoch, Offset: src.offset + 1}
+			n++
 		}
-		if state[i].Load() != recAcked {
-			blocked[k] = true
-			continue
-		}
-		if offsets[r.Topic] == nil {
-			offsets[r.Topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
-		n++
 	}
 	if n == 0 {
-		return len(recs)
+		return w.records
 	}
 	for attempt := 1; ; attempt++ {
 		err := s.commit(offsets)
 		if err == nil {
 			s.m.committed.Add(int64(n))
-			return len(recs) - n
+			return w.records - n
 		}
 		if attempt == 3 {
 			s.m.out.printf("mirror: committing offsets to the source group failed: %v (those records are mirrored again after a restart or rebalance)\n", err)
-			return len(recs)
+			return w.records
 		}
 		time.Sleep(mirrorBackoff(attempt))
 	}
