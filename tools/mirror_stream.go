@@ -22,6 +22,10 @@ import (
 type mirrorStream struct {
 	m  *mirror
 	cl *kgo.Client
+
+	// Stream goroutine only.
+	stopBy     time.Time // set at the first wait after the stop: the shutdown timeout's end
+	incomplete bool      // a window was closed without all its acknowledgements
 }
 
 // Record states in a batch.
@@ -82,6 +86,7 @@ const (
 	mirrorWindowPolls = 8
 	mirrorWindowTime  = 200 * time.Millisecond
 	mirrorWindowBytes = 32 << 20
+	mirrorDrainEvery  = time.Second
 )
 
 // mirrorWindow is the polls produced since the last commit, in poll order.
@@ -115,16 +120,34 @@ type mirrorSource struct {
 
 // run polls and mirrors until ctx ends (nil) or the target refuses records
 // for good (errMirrorFatal).
+//
+// A full window is sealed, not closed: its acknowledgements are awaited and
+// its offsets committed when the next window fills, so the target works
+// through the sealed window's last batches while the next window's records
+// are polled and produced (waiting for them at once idled the source for
+// about a sixth of the time). Windows are committed in order. Every
+// mirrorDrainEvery, and whenever a poll brings nothing, both windows are
+// closed and rebalances allowed.
 func (s *mirrorStream) run(ctx context.Context) error {
 	fails := 0
+	var sealed *mirrorWindow // produced, its commit not yet made
 	w := s.newWindow()
-	defer func() { w.cancel() }()
+	defer func() {
+		w.cancel()
+		if sealed != nil {
+			sealed.cancel()
+		}
+	}()
+	drained := time.Now()
 	for ctx.Err() == nil {
 		// While records wait for their acknowledgements, a poll waits at
 		// most until the window closes.
 		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if w.records > 0 {
+		switch {
+		case w.records > 0:
 			pctx, cancel = context.WithDeadline(ctx, w.start.Add(mirrorWindowTime))
+		case sealed != nil:
+			pctx, cancel = context.WithTimeout(ctx, mirrorWindowTime)
 		}
 		fs := s.cl.PollRecords(pctx, s.m.opts.maxPoll)
 		cancel()
@@ -149,11 +172,17 @@ func (s *mirrorStream) run(ctx context.Context) error {
 			s.produce(w, recs)
 		}
 		if len(recs) == 0 || len(w.polls) >= mirrorWindowPolls || w.bytes >= mirrorWindowBytes || time.Since(w.start) >= mirrorWindowTime {
-			err := s.closeWindow(ctx, w)
-			w = s.newWindow()
-			s.cl.AllowRebalance()
-			if err != nil {
+			if err := s.closeWindow(ctx, sealed); err != nil {
 				return err
+			}
+			sealed, w = w, s.newWindow()
+			if len(recs) == 0 || time.Since(drained) >= mirrorDrainEvery {
+				err := s.closeWindow(ctx, sealed)
+				sealed, drained = nil, time.Now()
+				s.cl.AllowRebalance()
+				if err != nil {
+					return err
+				}
 			}
 		}
 		if ferr == nil || len(recs) > 0 {
@@ -168,7 +197,10 @@ func (s *mirrorStream) run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
-	err := s.closeWindow(ctx, w)
+	err := s.closeWindow(ctx, sealed)
+	if err == nil {
+		err = s.closeWindow(ctx, w)
+	}
 	s.cl.AllowRebalance()
 	return err
 }
@@ -219,11 +251,20 @@ func (s *mirrorStream) acked(w *mirrorWindow, p *mirrorPoll, i int, err error) {
 
 // closeWindow waits for the acknowledgement of every record of w, then
 // commits, per source partition, the offsets up to the first record the
-// target has not acknowledged. When ctx has ended it waits up to the
-// shutdown timeout for the acknowledgements.
+// target has not acknowledged. When ctx has ended it waits until the
+// shutdown timeout (counted from the first such wait) for the
+// acknowledgements; a window left incomplete ends the stream's commits, as
+// a later window's offsets would pass over its unacknowledged records.
 func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
+	if w == nil {
+		return nil
+	}
 	defer w.cancel()
 	if w.records == 0 {
+		return nil
+	}
+	if s.incomplete {
+		s.m.out.printf("mirror: stopping with %d records of the next window not committed: mirrored again on restart\n", w.records)
 		return nil
 	}
 	done := make(chan struct{})
@@ -235,7 +276,10 @@ func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		t := time.NewTimer(s.m.opts.shutdown)
+		if s.stopBy.IsZero() {
+			s.stopBy = time.Now().Add(s.m.opts.shutdown)
+		}
+		t := time.NewTimer(time.Until(s.stopBy))
 		select {
 		case <-done:
 		case <-t.C:
@@ -246,6 +290,7 @@ func (s *mirrorStream) closeWindow(ctx context.Context, w *mirrorWindow) error {
 	}
 	unacked := s.commitAcked(w)
 	if !complete {
+		s.incomplete = true
 		s.m.out.printf("mirror: stopping with %d records of the window not committed (the target did not acknowledge them within %v): mirrored again on restart\n",
 			unacked, s.m.opts.shutdown)
 		return nil
