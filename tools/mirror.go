@@ -39,7 +39,9 @@ mirrored but not committed is mirrored again on restart (duplicates, never gaps)
 A stream produces the records of consecutive polls as they come and commits once per
 window (up to 8 polls, 200 ms or 32 MiB of keys and values, and whenever a poll
 brings nothing; a poll takes every record fetched unless max.poll.records), after every
-record of the window is acknowledged; rebalances wait for the window's commit.
+record of the window is acknowledged; a full window's acknowledgements are awaited, and
+its commit made, when the next window is full, windows in order. Rebalances wait for the
+windows' commits (every second, and whenever a poll brings nothing, both are closed).
 While the target is down the client retries with franz-go's backoff (0.25 s doubling
 to 5 s, metadata refreshed at most every 5 s) and nothing is committed. SIGINT or SIGTERM: finish the window in flight (up to
 --shutdown-timeout), commit what the target acknowledged, leave the group, exit 0.

@@ -98,11 +98,11 @@ func (r *report) mirrorMarkdown(w func(string, ...any)) {
 	w("Not run by this generator (no peer takes part): `strata bench mirror` starts two single-node strata brokers as child processes, ")
 	w("produces N records (default 1,000,000 of 100 B) to one with `strata bench broker`'s producer (the reference, acks=1), then runs ")
 	w("`strata mirror`'s code with its default options (acks=all on the target, offsets committed after the target's acknowledgement) ")
-	w("to copy them to the other, timed until the target's end offset equals the source's. The floor: the mirror at 0.5 of the produce rate or more. ")
-	w("Measured on 2026-12-02 on this machine shared with other jobs (load average 13-16), 5 runs: produce 959k records/s (95.9 MB/s), ")
-	w("mirror 674k records/s (67.4 MB/s), ratio 0.73 (median of the runs' ratios; runs 0.48-0.95); the mirror's code before ")
-	w("(a commit and an acks=all round trip per poll, snappy on the target) 542k records/s beside 916k, with 1.59 s of CPU per run against 1.19 s now. ")
-	w("See README.md, `strata bench mirror`.\n")
+	w("to copy them to the other, timed until the target's end offset equals the source's, after 4 untimed warm-up runs. ")
+	w("The floor: the mirror at 0.5 of the produce rate or more. ")
+	w("Measured on 2026-12-02, 17:11 UTC, on a 2-core machine with nothing else running, `strata bench mirror --runs 5 --json` twice: ")
+	w("produce 3,166,239 and 3,135,803 records/s, mirror 2,042,073 and 1,928,759 records/s, ratio 0.645 and 0.615 ")
+	w("(medians of the runs' ratios; runs 0.48-0.69). See README.md, `strata bench mirror`.\n")
 }
 
 func (r *report) reproduceMarkdown(w func(string, ...any)) {
