@@ -209,7 +209,7 @@ func runBenchMirror(c *cli.Context) error {
 	return nil
 }
 
-// benchRunName names run (negative: one of warm warm-up runs) in errors.
+// benchRunName names run in errors (negative: one of the warm warm-up runs).
 func benchRunName(run, warm int) string {
 	if run < 0 {
 		return fmt.Sprintf("warm-up run %d", warm+run+1)

@@ -309,13 +309,14 @@ func (o *mirrorOptions) producerProperties(path string) error {
 	return nil
 }
 
-// producerBuffer is the target producer's record limit: room for every
-// stream's window, so that Produce never blocks (a window is closed by
-// polls, time and bytes, so it is unbounded in records unless
-// max.poll.records bounds each poll).
+// producerBuffer is the target producer's record limit: room for both
+// windows of every stream (the sealed one and the one filling), so that
+// Produce never blocks: a blocked Produce would wait for the target without
+// seeing the stop. A window is closed by polls, time and bytes, so it is
+// unbounded in records unless max.poll.records bounds each poll.
 func (o mirrorOptions) producerBuffer() int {
 	if o.maxPoll <= 0 {
 		return math.MaxInt32
 	}
-	return min(o.maxPoll*mirrorWindowPolls*o.streams+1024, math.MaxInt32)
+	return int(min(int64(o.maxPoll)*mirrorWindowPolls*2*int64(o.streams)+1024, math.MaxInt32))
 }

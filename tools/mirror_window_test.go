@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -65,5 +66,20 @@ func TestMirrorIncompleteWindowEndsCommits(t *testing.T) {
 	}
 	if n := m.committed.Load(); n != 0 {
 		t.Errorf("%d records committed, want 0", n)
+	}
+}
+
+// TestMirrorProducerBufferHoldsBothWindows: the target producer's record
+// limit leaves room for a sealed and a filling window of every stream, full
+// polls each, so Produce never blocks; without max.poll.records a window
+// has no record bound and neither has the producer.
+func TestMirrorProducerBufferHoldsBothWindows(t *testing.T) {
+	for _, o := range []mirrorOptions{{maxPoll: 500, streams: 1}, {maxPoll: 5000, streams: 3}, {maxPoll: 1 << 30, streams: 4}} {
+		if got, need := int64(o.producerBuffer()), min(int64(o.maxPoll)*mirrorWindowPolls*2*int64(o.streams), math.MaxInt32); got < need {
+			t.Errorf("max.poll.records %d, %d streams: room for %d records, the windows hold %d", o.maxPoll, o.streams, got, need)
+		}
+	}
+	if got := (mirrorOptions{streams: 2}).producerBuffer(); got != math.MaxInt32 {
+		t.Errorf("no max.poll.records: room for %d records, want %d", got, math.MaxInt32)
 	}
 }
