@@ -1,10 +1,10 @@
 package server
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -72,15 +72,28 @@ func sslHealthy(t testing.TB, s *Server, p *testPKI) {
 	healthy(t, s)
 }
 
+// garbageClientHello is one complete TLS record (a handshake record of
+// 4,091 bytes holding a ClientHello of 4,087) whose body is seeded junk. The
+// header and lengths are whole, so the TLS parser reads the ClientHello and
+// must reject it; a random header could instead announce a record longer
+// than what was sent, and the server would rightly wait for the rest until
+// connections.max.idle.ms.
+func garbageClientHello(seed uint64) []byte {
+	const recLen, helloLen = 4091, 4087
+	b := []byte{0x16, 0x03, 0x01, recLen >> 8, recLen & 0xff, 0x01, 0, helloLen >> 8, helloLen & 0xff}
+	rng := mrand.New(mrand.NewPCG(seed, seed))
+	for len(b) < 5+recLen {
+		b = append(b, byte(rng.Uint32()))
+	}
+	return b
+}
+
 func TestSecurityTLSGarbageHandshake(t *testing.T) {
 	p := newTestPKI(t)
 	s := startSecure(t, p, t.TempDir())
 	for _, l := range []string{"SSL", "SASL_SSL"} {
 		r := dialAddr(t, listenerAddr(t, s, l))
-		junk := make([]byte, 4096)
-		_, _ = rand.Read(junk)
-		junk[0] = 0x16 // a handshake record type, so the parser goes further
-		r.write(junk)
+		r.write(garbageClientHello(7))
 		r.expectClosed()
 	}
 	waitConns(t, s, 0)
