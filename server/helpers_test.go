@@ -144,7 +144,7 @@ func (r *rawConn) roundTrip(req kmsg.Request, corr int32) kmsg.Response {
 // expectClosed asserts the server closes the connection without answering.
 func (r *rawConn) expectClosed() {
 	r.t.Helper()
-	_ = r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = r.nc.SetReadDeadline(time.Now().Add(15 * time.Second))
 	b, err := r.readFrame()
 	if err == nil {
 		r.t.Fatalf("got a %d-byte response, want the connection closed", len(b))
