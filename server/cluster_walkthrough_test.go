@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -385,12 +386,20 @@ func TestClusterControlledShutdown(t *testing.T) {
 	start := time.Now()
 	stopping.term(60 * time.Second)
 	took := time.Since(start)
-	// Moved before it exited: the survivors' metadata shows another
-	// leader at once, without a session timeout.
-	newLeader, isr, _ := partitionState(t, survivors, "cs", 0)
-	if newLeader == leader || slices.Contains(isr, leader) {
-		t.Fatalf("after broker %d's controlled shutdown: leader %d, ISR %v", leader, newLeader, isr)
+	// Moved before it exited: the controller answers ControlledShutdown
+	// once ZooKeeper holds the new leaders and ISRs, and the broker logs
+	// that answer before it exits. The survivors learn it from
+	// UpdateMetadata, sent after that answer as Kafka's controller does,
+	// so their metadata is awaited.
+	if log, err := os.ReadFile(stopping.log); err != nil || !strings.Contains(string(log), "controlled shutdown succeeded") {
+		t.Fatalf("broker %d exited without a successful controlled shutdown (log read: %v)", leader, err)
 	}
+	var newLeader int32
+	var isr []int32
+	waitFor(t, 10*time.Second, "the survivors' metadata without the stopped broker", func() bool {
+		newLeader, isr, _ = partitionState(t, survivors, "cs", 0)
+		return newLeader != leader && newLeader >= 0 && !slices.Contains(isr, leader)
+	})
 	before := acked.Load()
 	waitFor(t, 30*time.Second, "traffic after the stop", func() bool { return acked.Load() >= before+20 })
 	close(stop)

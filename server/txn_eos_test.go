@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,7 +77,13 @@ func eosKilled(t *testing.T, child, env string) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
-	s := startServer(t, t.TempDir(), "group.min.session.timeout.ms=500", "group.initial.rebalance.delay.ms=0")
+	// A child killed between its TxnOffsetCommit and its EndTxn leaves the
+	// group's offsets pending: the next child's OffsetFetch (require_stable)
+	// waits until that transaction is aborted. franz-go sends InitProducerId
+	// (which would abort it at once) only at its first produce, so the wait
+	// is the transaction timeout (the child's 5 s) plus this sweep interval.
+	s := startServer(t, t.TempDir(), "group.min.session.timeout.ms=500", "group.initial.rebalance.delay.ms=0",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=250")
 	createTopic(t, s, "in", 2)
 	createTopic(t, s, "out", 2)
 	ctx := testCtx(t)
@@ -87,35 +95,39 @@ func eosKilled(t *testing.T, child, env string) {
 		}
 	}
 	seed := time.Now().UnixNano()
+	if v := os.Getenv("STRATA_EOS_SEED"); v != "" { // replays a failure's kill points
+		seed, _ = strconv.ParseInt(v, 10, 64)
+	}
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
 
 	for kill := 0; kill < 5; kill++ {
-		cmd, commits, exited := startEOSChild(t, s, child, env)
+		c := startEOSChild(t, s, child, env)
 		// Kill after a random number of commits and a random delay: in the
 		// middle of a transaction, between two, or while it commits.
 		wait := rng.Intn(4)
 		deadline := time.After(30 * time.Second)
 		for i := 0; i < wait; i++ {
 			select {
-			case <-commits:
+			case <-c.commits:
+			case <-c.exited:
+				t.Fatalf("child %d exited before it was killed (%v, seed %d); its output:\n%s", kill, c.cmd.ProcessState, seed, c.output())
 			case <-deadline:
-				t.Fatalf("child %d made no progress (seed %d)", kill, seed)
+				t.Fatalf("child %d made no progress in 30 s (seed %d); its output:\n%s", kill, seed, c.output())
 			}
 		}
 		time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
+		c.kill()
 	}
 	// A last child runs until everything is consumed and committed.
-	cmd, _, exited := startEOSChild(t, s, child, env)
-	defer func() { _ = cmd.Process.Signal(syscall.SIGKILL); <-exited }() // the last one started
+	c := startEOSChild(t, s, child, env)
+	defer func() { c.kill() }() // the last one started
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case <-exited: // gave up (a fenced or failed transaction): restart it
-			t.Logf("last child exited: %v; restarting it", cmd.ProcessState)
-			cmd, _, exited = startEOSChild(t, s, child, env)
+		case <-c.exited: // gave up (a fenced or failed transaction): restart it
+			t.Logf("last child exited: %v; restarting it; its output:\n%s", c.cmd.ProcessState, c.output())
+			c = startEOSChild(t, s, child, env)
 		default:
 		}
 		var got []string
@@ -153,17 +165,26 @@ func eosKilled(t *testing.T, child, env string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("read_committed sees %d of %d records, %d still open (seed %d)", len(got), n, open, seed)
+			t.Fatalf("read_committed sees %d of %d records, %d still open (seed %d); the last child's output:\n%s", len(got), n, open, seed, c.output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// startEOSChild starts the test child with the broker's address in $env;
-// commits gets a value per transaction the child committed (it prints
-// "EOS COMMITTED"), exited is closed once the process has exited (and been
-// waited for).
-func startEOSChild(t *testing.T, s *Server, child, env string) (*exec.Cmd, <-chan struct{}, <-chan struct{}) {
+// eosChild is a running test child: commits gets a value per transaction
+// it committed (it prints "EOS COMMITTED"), exited is closed once the
+// process has exited and been waited for, and its other output lines are
+// kept (the last 200) for a failure's message.
+type eosChild struct {
+	cmd     *exec.Cmd
+	commits chan struct{}
+	exited  chan struct{}
+	mu      sync.Mutex
+	lines   []string
+}
+
+// startEOSChild starts the test child with the broker's address in $env.
+func startEOSChild(t *testing.T, s *Server, child, env string) *eosChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^"+child+"$", "-test.v")
 	cmd.Env = append(os.Environ(), env+"="+s.Addr().String())
@@ -171,26 +192,45 @@ func startEOSChild(t *testing.T, s *Server, child, env string) (*exec.Cmd, <-cha
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = cmd.Stdout // one pipe, read below
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	commits := make(chan struct{}, 1024)
-	exited := make(chan struct{})
+	c := &eosChild{cmd: cmd, commits: make(chan struct{}, 1024), exited: make(chan struct{})}
 	go func() {
-		defer close(exited)
+		defer close(c.exited)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "EOS COMMITTED") {
 				select {
-				case commits <- struct{}{}:
+				case c.commits <- struct{}{}:
 				default:
 				}
+				continue
 			}
+			c.mu.Lock()
+			c.lines = append(c.lines, sc.Text())
+			if len(c.lines) > 200 {
+				c.lines = c.lines[1:]
+			}
+			c.mu.Unlock()
 		}
 		_ = cmd.Wait()
 	}()
-	return cmd, commits, exited
+	return c
+}
+
+// kill is SIGKILL; it returns once the process has been waited for.
+func (c *eosChild) kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.exited
+}
+
+// output is the child's output lines kept so far.
+func (c *eosChild) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.lines, "\n")
 }
 
 // TestTxnEOSChild is the consume-transform-produce process of
@@ -204,7 +244,8 @@ func TestTxnEOSChild(t *testing.T) {
 		kgo.ConsumerGroup("eos-killed"), kgo.ConsumeTopics("in"), kgo.DefaultProduceTopic("out"),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.SessionTimeout(600*time.Millisecond), kgo.HeartbeatInterval(100*time.Millisecond),
-		kgo.FetchMaxWait(50*time.Millisecond), kgo.FetchMaxPartitionBytes(300), kgo.RetryTimeout(30*time.Second))
+		kgo.FetchMaxWait(50*time.Millisecond), kgo.FetchMaxPartitionBytes(300), kgo.RetryTimeout(30*time.Second),
+		kgo.TransactionTimeout(5*time.Second)) // see eosKilled: bounds a killed predecessor's pending offsets
 	if err != nil {
 		t.Fatal(err)
 	}
