@@ -175,7 +175,11 @@ func (m *model) start() {
 		m.fail("client: %v", err)
 	}
 	for i, c := range modelKgoComp {
-		copts := append(opts[:len(opts):len(opts)], kgo.ProducerBatchCompression(c), kgo.RequiredAcks(kgo.AllISRAcks()))
+		// Batches of at most 16 KiB: m1 stores at most 24 KiB a batch
+		// (segment.bytes), and two produce steps on one client may share a
+		// batch (371 records, seed 1796273792576759984).
+		copts := append(opts[:len(opts):len(opts)], kgo.ProducerBatchCompression(c), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerBatchMaxBytes(16<<10))
 		if i%2 == 0 { // acks=1: not idempotent
 			copts = append(copts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 		}
